@@ -1,0 +1,11 @@
+/** A CLI failure the user can fix: printed as `hookledger: <message>` without a stack trace. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    /** 2 for a usage mistake, 1 for anything else. */
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = "CliError";
+  }
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { migrate } from "../db/migrate.js";
+import { startEmbeddedPostgres } from "../db/embedded.js";
+import { createPool } from "../db/pool.js";
+import { createLogger } from "../log.js";
+import { startService } from "../service.js";
+import { commandDatabaseUrl, loadConfig } from "./config.js";
+import { CliError } from "./errors.js";
+import { sendDemo } from "./send.js";
+import { join } from "node:path";
+
+const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
+
+Usage: hookledger <command> [options]
+
+Commands:
+  serve     receive webhooks on POST /webhooks/:source and run the worker
+  worker    run only the worker (any number of them may share one database)
+  migrate   apply the ledger's migrations and exit
+  send      sign and post the demo's sample events to a running service
+
+Options:
+  --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)
+  --no-worker     serve: receive only, run workers elsewhere
+  --url URL       send: the service's base URL (default: http://127.0.0.1:3000)
+  -h, --help      show this help
+  -v, --version   print the version
+
+Examples:
+  hookledger serve                          # the demo on an embedded Postgres
+  DATABASE_URL=postgres://… hookledger serve --config ./hookledger.config.mjs
+  hookledger worker --config ./hookledger.config.mjs
+  hookledger send --url http://127.0.0.1:3000
+`;
+
+async function main(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}; see \`hookledger --help\``, 2);
+  }
+  const { values, positionals } = parsed;
+  if (values.version) {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
+    process.stdout.write(`${pkg.version}\n`);
+    return 0;
+  }
+  const command = positionals[0];
+  if (values.help || command === undefined || command === "help") {
+    process.stdout.write(HELP);
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  if (positionals.length > 1)
+    throw new CliError(`unexpected argument '${positionals[1]}'; see \`hookledger --help\``, 2);
+  const log = createLogger();
+  switch (command) {
+    case "serve":
+    case "worker": {
+      const loaded = await loadConfig(values.config);
+      if (!loaded.file)
+        log.info("no hookledger.config.mjs here: serving the demo sources 'stripe' and 'github'");
+      const serve = command === "serve";
+      const service = await startService(loaded.config, {
+        log,
+        serve,
+        work: serve ? !values["no-worker"] && loaded.config.worker.enabled : true,
+        ...(loaded.setup && { setup: loaded.setup }),
+      });
+      if (service.url) process.stdout.write(`hookledger listening on ${service.url}\n`);
+      else log.info("worker running");
+      await new Promise<void>((resolve) => {
+        const shutdown = (signal: string) => {
+          log.info({ signal }, "stopping: finishing in-flight work");
+          service.stop().then(resolve, resolve);
+        };
+        process.once("SIGINT", shutdown);
+        process.once("SIGTERM", shutdown);
+      });
+      return 0;
+    }
+    case "migrate": {
+      const { config } = await loadConfig(values.config);
+      const embedded = config.databaseUrl
+        ? undefined
+        : await startEmbeddedPostgres({ dataDir: join(".hookledger", "pg"), port: config.embeddedPort, log });
+      const pool = createPool({
+        connectionString: config.databaseUrl ?? embedded?.connectionString ?? "",
+        role: "admin",
+        max: 1,
+      });
+      try {
+        const applied = await migrate(pool, config.schema);
+        process.stdout.write(
+          applied.length > 0 ? `applied ${applied.join(", ")}\n` : "migrations are current\n",
+        );
+      } finally {
+        await pool.end();
+        await embedded?.stop();
+      }
+      return 0;
+    }
+    case "send": {
+      const { config } = await loadConfig(values.config);
+      const url = values.url ?? `http://127.0.0.1:${config.port}`;
+      const databaseUrl = await commandDatabaseUrl(config).catch(() => undefined);
+      await sendDemo(
+        url.replace(/\/$/, ""),
+        databaseUrl ? { url: databaseUrl, schema: config.schema } : undefined,
+        (line) => process.stdout.write(`${line}\n`),
+      );
+      return 0;
+    }
+    default:
+      throw new CliError(
+        `unknown command '${command}'; commands are serve, worker, migrate, send (see --help)`,
+        2,
+      );
+  }
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: "string" },
+      "no-worker": { type: "boolean" },
+      url: { type: "string" },
+      help: { type: "boolean", short: "h" },
+      version: { type: "boolean", short: "v" },
+    },
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof CliError) {
+      process.stderr.write(`hookledger: ${error.message}\n`);
+      process.exit(error.exitCode);
+    }
+    const cause = error instanceof Error ? error : new Error(String(error));
+    process.stderr.write(
+      `hookledger: ${cause.message}${cause.cause instanceof Error ? ` (${cause.cause.message})` : ""}\n`,
+    );
+    process.exit(1);
+  },
+);

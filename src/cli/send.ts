@@ -1,0 +1,134 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { DEMO_SECRETS } from "../demo/config.js";
+import { githubSignature, stripeSignature } from "../demo/sign.js";
+
+/** One sample delivery and what the demo expects of it. */
+interface Sample {
+  readonly label: string;
+  readonly source: "stripe" | "github";
+  readonly id: string;
+  readonly body: string;
+  readonly headers: Record<string, string>;
+}
+
+function stripeSample(label: string, id: string, type: string, created: number, sub: object): Sample {
+  const body = JSON.stringify({ id, object: "event", type, created, data: { object: sub } });
+  const signature = stripeSignature(body, DEMO_SECRETS.stripe, Math.floor(Date.now() / 1000));
+  return { label, source: "stripe", id, body, headers: { "stripe-signature": signature } };
+}
+
+/** Builds the demo's deliveries: a new event, its duplicate, an out-of-order pair and a GitHub push. */
+export function demoSamples(): Sample[] {
+  const run = randomBytes(4).toString("hex");
+  const sub = (status: string, plan: string) => ({
+    id: `sub_${run}`,
+    object: "subscription",
+    customer: `cus_${run}`,
+    status,
+    items: { data: [{ price: { id: plan } }] },
+  });
+  const t = Math.floor(Date.now() / 1000) - 60;
+  const created = stripeSample(
+    "new subscription",
+    `evt_${run}_1`,
+    "customer.subscription.created",
+    t,
+    sub("trialing", "price_basic"),
+  );
+  const push = JSON.stringify({
+    ref: "refs/heads/main",
+    after: run.repeat(5),
+    repository: { full_name: "acme/shop" },
+  });
+  return [
+    created,
+    { ...created, label: "the same event again (provider retry)" },
+    stripeSample(
+      "upgrade, newer (t+20 s)",
+      `evt_${run}_3`,
+      "customer.subscription.updated",
+      t + 20,
+      sub("active", "price_pro"),
+    ),
+    stripeSample(
+      "older update, arrives last (t+10 s)",
+      `evt_${run}_2`,
+      "customer.subscription.updated",
+      t + 10,
+      sub("active", "price_basic"),
+    ),
+    {
+      label: "GitHub push",
+      source: "github",
+      id: `${run}-0000-4000-8000-000000000000`,
+      body: push,
+      headers: {
+        "x-github-event": "push",
+        "x-github-delivery": `${run}-0000-4000-8000-000000000000`,
+        "x-hub-signature-256": githubSignature(push, DEMO_SECRETS.github),
+      },
+    },
+  ];
+}
+
+/**
+ * `hookledger send`: signs and posts the demo deliveries to a running service, then waits for the worker and
+ * prints what happened to each (when it can reach the database).
+ */
+export async function sendDemo(
+  baseUrl: string,
+  database: { url: string; schema: string } | undefined,
+  out: (line: string) => void,
+) {
+  const samples = demoSamples();
+  for (const sample of samples) {
+    const response = await fetch(`${baseUrl}/webhooks/${sample.source}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...sample.headers },
+      body: sample.body,
+    });
+    const answer = await response.text();
+    out(`POST /webhooks/${sample.source}  ${sample.label.padEnd(38)} → ${response.status} ${answer}`);
+  }
+  if (!database) return;
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    const ids = [...new Set(samples.map((s) => s.id))];
+    const deadline = Date.now() + 10_000;
+    let rows: { dedupe_key: string; event_type: string; status: string; outcome: string | null }[] = [];
+    do {
+      rows = (
+        await client.query(
+          `select dedupe_key, event_type, status, outcome from "${database.schema}".events where dedupe_key = any($1::text[]) order by received_at`,
+          [ids],
+        )
+      ).rows;
+      if (rows.every((r) => r.status === "settled") && rows.length === ids.length) break;
+      await new Promise((r) => setTimeout(r, 200));
+    } while (Date.now() < deadline);
+    out("");
+    out("ledger after the worker ran:");
+    for (const row of rows) {
+      out(
+        `  ${row.dedupe_key.padEnd(40)} ${row.event_type.padEnd(30)} ${row.status}${row.outcome ? ` (${row.outcome})` : ""}`,
+      );
+    }
+    const sub = await client.query(
+      "select subscription_id, plan, status, updated_by_event from hookledger_demo.subscriptions where subscription_id = $1",
+      [`sub_${samples[0]?.id.split("_")[1]}`],
+    );
+    const row = sub.rows[0] as
+      | { subscription_id: string; plan: string; status: string; updated_by_event: string }
+      | undefined;
+    if (row) {
+      out("");
+      out(
+        `subscription ${row.subscription_id}: plan ${row.plan}, status ${row.status} (from ${row.updated_by_event}; the older update was skipped as stale)`,
+      );
+    }
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,86 @@
+import type { AwardeeOptions } from "../providers/awardee.js";
+import type { RetryPolicy } from "../worker/backoff.js";
+import type { Handlers } from "../worker/handlers.js";
+import type { Configurable } from "./env.js";
+
+/** The providers a source can name. */
+export type ProviderName = "stripe" | "github" | "standard" | "awardee";
+
+/** One inbound endpoint, `POST /webhooks/{name}`. */
+export interface SourceConfig {
+  /** The route segment and the ledger's `source` column: letters, digits, `-` and `_`. @example "stripe-eu" */
+  readonly name: string;
+  readonly provider: ProviderName;
+  /**
+   * Every active signing secret; any may match, and the ledger row records which one did (rotation: add the new
+   * secret, deploy, roll it at the provider, then remove the old one). Empty secrets refuse to start.
+   * @example [env("STRIPE_WEBHOOK_SECRET")]
+   */
+  readonly secrets: readonly Configurable<string>[];
+  /**
+   * How far a signed timestamp may lie from now, either way, in seconds (timestamped schemes only).
+   * @defaultValue 300
+   */
+  readonly toleranceSeconds?: number;
+  /**
+   * Largest accepted body in bytes.
+   * @defaultValue 1_048_576 (1 MiB); GitHub caps its own payloads at 25 MB
+   */
+  readonly maxBodyBytes?: number;
+  /** Options of the `awardee` provider, whose signature scheme is configurable. */
+  readonly awardee?: AwardeeOptions;
+}
+
+/**
+ * The whole configuration of a hookledger service.
+ *
+ * @example
+ * export default defineConfig({
+ *   sources: [{ name: "stripe", provider: "stripe", secrets: [env("STRIPE_WEBHOOK_SECRET")] }],
+ *   handlers: new Handlers().on("stripe", "invoice.paid", async (ctx) => { ... }),
+ * });
+ */
+export interface HookledgerConfig {
+  readonly database?: {
+    /**
+     * The Postgres URL. Unset: an embedded Postgres keeps its data under `.hookledger/` in the working directory.
+     * @defaultValue env("DATABASE_URL")
+     */
+    readonly url?: Configurable<string>;
+    /** The ledger's schema. @defaultValue "hookledger" */
+    readonly schema?: string;
+    /** Port of the embedded Postgres. @defaultValue 54329 */
+    readonly embeddedPort?: number;
+  };
+  /** @defaultValue env("HOST") or "127.0.0.1" */
+  readonly host?: Configurable<string>;
+  /** @defaultValue env("PORT") or 3000 */
+  readonly port?: Configurable<number>;
+  readonly sources: readonly SourceConfig[];
+  readonly handlers?: Handlers;
+  readonly worker?: {
+    /** Run the worker inside `serve`. @defaultValue true */
+    readonly enabled?: boolean;
+    /** @defaultValue 4 */
+    readonly concurrency?: number;
+    /** @defaultValue 1000 */
+    readonly pollIntervalMs?: number;
+    /** @defaultValue 30000 */
+    readonly handlerTimeoutMs?: number;
+    readonly retry?: Partial<RetryPolicy>;
+    /** How long SIGTERM waits for running events. @defaultValue 10000 */
+    readonly shutdownGraceMs?: number;
+  };
+}
+
+/**
+ * Identity function that gives a config file its types.
+ *
+ * @example
+ * // hookledger.config.mjs
+ * import { defineConfig, env } from "hookledger";
+ * export default defineConfig({ sources: [{ name: "github", provider: "github", secrets: [env("GITHUB_WEBHOOK_SECRET")] }] });
+ */
+export function defineConfig(config: HookledgerConfig): HookledgerConfig {
+  return config;
+}

@@ -1,0 +1,90 @@
+import pg from "pg";
+
+/** A `pg` pool; hookledger uses its own pools or the app's (library mode). */
+export type Pool = pg.Pool;
+/** A client checked out of a {@link Pool}, inside a transaction when handed to a handler. */
+export type PoolClient = pg.PoolClient;
+
+/** What a pool is for: each role gets server settings that suit it. */
+export type PoolRole = "ingest" | "work" | "admin";
+
+/** Options of {@link createPool}. */
+export interface CreatePoolOptions {
+  /** A `postgres://` URL. @example "postgres://postgres@127.0.0.1:5432/test" */
+  readonly connectionString: string;
+  /** Role of the pool; decides timeouts and session settings. */
+  readonly role: PoolRole;
+  /** Maximum connections. @defaultValue 10 for ingest, 5 otherwise */
+  readonly max?: number;
+  /**
+   * For the `work` role: Postgres ends a transaction left idle this long, so a worker host that vanished mid-handler
+   * never holds an event's row lock longer than this (DESIGN.md §6: nothing stuck for more than 60 s).
+   * @defaultValue 45000
+   */
+  readonly idleInTransactionTimeoutMs?: number;
+}
+
+/**
+ * Creates a pool whose sessions are set for their role. Every role pins `synchronous_commit=on` and READ COMMITTED,
+ * which the claim's guarantees rest on (DESIGN.md §3), whatever the server's defaults are.
+ *
+ * @example
+ * const pool = createPool({ connectionString: process.env.DATABASE_URL!, role: "ingest" });
+ */
+export function createPool(options: CreatePoolOptions): Pool {
+  const settings = ["synchronous_commit=on", "default_transaction_isolation=read\\ committed"];
+  if (options.role === "work") {
+    // A dead worker host leaves an open TCP connection that Postgres only notices through keepalives
+    // (10 s idle + 3 probes 5 s apart) or the idle-in-transaction timeout, whichever fires first.
+    settings.push(
+      "tcp_keepalives_idle=10",
+      "tcp_keepalives_interval=5",
+      "tcp_keepalives_count=3",
+      `idle_in_transaction_session_timeout=${options.idleInTransactionTimeoutMs ?? 45_000}`,
+    );
+  }
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? (options.role === "ingest" ? 10 : 5),
+    options: settings.map((s) => `-c ${s}`).join(" "),
+    keepAlive: true,
+    // The ingest path must answer 503 within 2 s when the database is gone (DESIGN.md §4).
+    connectionTimeoutMillis: options.role === "ingest" ? 1000 : 5000,
+    application_name: `hookledger-${options.role}`,
+  });
+  // An idle client whose server went away emits 'error' on the pool; without a listener that would crash the process.
+  pool.on("error", () => {});
+  return pool;
+}
+
+/**
+ * Runs `fn` inside a transaction on a client of `pool`: commits when it resolves, rolls back when it throws, and
+ * always releases. A client whose rollback failed is destroyed, never returned to the pool.
+ *
+ * @example
+ * await withTransaction(pool, (tx) => tx.query("update accounts set plan = $1 where id = $2", ["pro", 7]));
+ */
+export async function withTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("begin");
+    const result = await fn(client);
+    await client.query("commit");
+    return result;
+  } catch (error) {
+    try {
+      await client.query("rollback");
+    } catch (rollbackError) {
+      broken = rollbackError as Error;
+    }
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Quotes an identifier (a schema name) for SQL text; parameters cannot carry identifiers. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

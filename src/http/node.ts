@@ -1,0 +1,69 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { answerError } from "../errors.js";
+import type { HeaderBag } from "../providers/types.js";
+import type { Receiver } from "./core.js";
+import { sourceFromPath } from "./route.js";
+
+/** Options of {@link createNodeHandler}. */
+export interface NodeHandlerOptions {
+  /**
+   * The path deliveries arrive under; the next segment names the source.
+   * @defaultValue "/webhooks"
+   */
+  readonly basePath?: string;
+}
+
+/**
+ * The node:http adapter: `(req, res) => void`. It reads the raw body itself.
+ *
+ * @example
+ * http.createServer(createNodeHandler(receiver)).listen(3000);
+ */
+export function createNodeHandler(receiver: Receiver, options: NodeHandlerOptions = {}) {
+  const basePath = options.basePath ?? "/webhooks";
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const source = sourceFromPath((req.url ?? "/").split("?")[0] ?? "/", basePath);
+    const answering =
+      source === undefined
+        ? Promise.resolve(answerError("not_found"))
+        : receiver.receive({
+            method: req.method ?? "GET",
+            source,
+            headers: nodeHeaders(req),
+            // Without destroyOnReturn an early stop (413) leaves the socket alive to carry the answer; the
+            // `connection: close` below then ends it instead of reading the rest.
+            body: req.iterator({ destroyOnReturn: false }),
+          });
+    answering.then(
+      (answer) => {
+        const headers: Record<string, string> = { ...answer.headers };
+        if (!req.complete) headers.connection = "close";
+        res.writeHead(answer.status, headers).end(answer.body);
+      },
+      () => {
+        res.writeHead(500).end();
+      },
+    );
+  };
+}
+
+/**
+ * Wraps node's header object as a {@link HeaderBag}.
+ *
+ * @example
+ * const headers = nodeHeaders(req); headers.get("stripe-signature");
+ */
+export function nodeHeaders(req: IncomingMessage): HeaderBag {
+  return {
+    get(name) {
+      const value = req.headers[name.toLowerCase()];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(", ") : value;
+    },
+    forEach(callback) {
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (value !== undefined) callback(Array.isArray(value) ? value.join(", ") : value, name);
+      }
+    },
+  };
+}

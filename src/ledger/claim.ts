@@ -1,0 +1,100 @@
+import { createHash } from "node:crypto";
+import type { ParsedEvent } from "../providers/types.js";
+import { type LedgerContext, type Queryable, statement } from "./context.js";
+
+/** How an event reached the ledger. */
+export type ArrivedVia = "delivery" | "replay" | "requeue";
+
+/** One verified delivery to claim. */
+export interface ClaimInput {
+  readonly source: string;
+  readonly event: ParsedEvent;
+  /** The raw body, byte-exact. */
+  readonly body: Uint8Array;
+  /** Headers worth keeping (never signatures or tokens). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly secretIndex: number | null;
+  readonly arrivedVia: ArrivedVia;
+}
+
+/** The answer of a claim: the first delivery wins, every other one is a duplicate. */
+export type ClaimResult = { readonly status: "accepted" | "duplicate"; readonly id: string };
+
+/**
+ * Claims an event: one atomic `insert … on conflict do nothing returning`, with a NOTIFY in the same implicit
+ * transaction. Run it in autocommit on a session pinned to READ COMMITTED and `synchronous_commit=on` (see
+ * `createPool`): a duplicate racing an uncommitted claim then waits for it and answers after it commits or aborts.
+ *
+ * @example
+ * const { status, id } = await claimEvent(pool, ledger, { source: "stripe", event, body, headers: {}, secretIndex: 0, arrivedVia: "delivery" });
+ */
+export async function claimEvent(
+  db: Queryable,
+  ledger: LedgerContext,
+  input: ClaimInput,
+): Promise<ClaimResult> {
+  const { event } = input;
+  const sha256 = createHash("sha256").update(input.body).digest();
+  // The conflicting row can disappear between the two statements only if it is pruned at that instant; the
+  // second pass then inserts. Three passes bound the loop.
+  for (let pass = 0; pass < 3; pass++) {
+    const inserted = await db.query<{ dedupe_key: string }>({
+      ...claimSql(ledger),
+      values: [
+        input.source,
+        event.dedupeKey,
+        event.type,
+        input.body,
+        sha256,
+        event.dedupeOnBodyHash,
+        JSON.stringify(event.payload),
+        input.headers,
+        input.secretIndex,
+        event.entity?.type ?? null,
+        event.entity?.id ?? null,
+        event.entity?.version ?? null,
+        event.occurredAt ?? null,
+        input.arrivedVia,
+        ledger.channel,
+      ],
+    });
+    if (inserted.rows[0]) return { status: "accepted", id: inserted.rows[0].dedupe_key };
+    const existing = await db.query<{ dedupe_key: string }>({
+      ...duplicateSql(ledger),
+      values: [input.source, event.dedupeKey, sha256, event.dedupeOnBodyHash],
+    });
+    if (existing.rows[0]) return { status: "duplicate", id: existing.rows[0].dedupe_key };
+  }
+  throw new Error(`claim of ${input.source}/${event.dedupeKey} conflicted with a row that no longer exists`);
+}
+
+// No conflict target: both the primary key and the body-hash index (GitHub) count as "already claimed".
+const claimSql = statement(
+  "claim",
+  (s) => `with inserted as (
+  insert into ${s}.events (source, dedupe_key, event_type, body, body_sha256, dedupe_on_body, payload,
+    headers, secret_index, entity_type, entity_id, entity_version, occurred_at, arrived_via)
+  values ($1::text, $2::text, $3::text, $4::bytea, $5::bytea, $6::boolean, $7::jsonb, $8::jsonb, $9::smallint,
+    $10::text, $11::text, $12::numeric, $13::timestamptz, $14::text)
+  on conflict do nothing
+  returning dedupe_key
+)
+select dedupe_key, pg_notify($15::text, '') from inserted`,
+);
+
+// A plain read: it never waits on the row lock a worker holds while the event's handler runs.
+const duplicateSql = statement(
+  "duplicate",
+  (s) => `with existing as (
+  (select dedupe_key from ${s}.events where source = $1::text and dedupe_key = $2::text)
+  union all
+  (select dedupe_key from ${s}.events
+    where $4::boolean and source = $1::text and body_sha256 = $3::bytea and dedupe_on_body)
+  limit 1
+)
+insert into ${s}.duplicates (source, dedupe_key, count)
+select $1::text, dedupe_key, 1 from existing
+on conflict (source, dedupe_key) do update
+  set count = duplicates.count + 1, last_seen_at = now()
+returning dedupe_key`,
+);

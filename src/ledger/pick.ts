@@ -1,0 +1,41 @@
+import { type LedgerContext, type Queryable, statement } from "./context.js";
+import type { ArrivedVia } from "./claim.js";
+
+/** A claimed event as the worker sees it. */
+export interface PickedEvent {
+  readonly source: string;
+  readonly dedupe_key: string;
+  readonly event_type: string;
+  readonly payload: unknown;
+  readonly received_at: Date;
+  readonly occurred_at: Date | null;
+  readonly attempts: number;
+  readonly entity_type: string | null;
+  readonly entity_id: string | null;
+  readonly entity_version: string | null;
+  readonly arrived_via: ArrivedVia;
+}
+
+// The where clause must stay identical to the predicate of the events_due index (migration 001), so the planner
+// walks an index that holds only the backlog. SKIP LOCKED: an event another worker is running never blocks this one.
+const pickSql = statement(
+  "pick",
+  (s) => `select source, dedupe_key, event_type, payload, received_at, occurred_at, attempts,
+  entity_type, entity_id, entity_version, arrived_via
+from ${s}.events
+where status in ('pending', 'failed') and next_attempt_at <= now()
+order by next_attempt_at
+limit 1
+for update skip locked`,
+);
+
+/**
+ * Locks the next due event for the calling transaction, or returns `undefined` when none is due.
+ *
+ * @example
+ * const event = await pickEvent(tx, ledger);
+ */
+export async function pickEvent(tx: Queryable, ledger: LedgerContext): Promise<PickedEvent | undefined> {
+  const result = await tx.query<PickedEvent>(pickSql(ledger));
+  return result.rows[0];
+}

@@ -1,0 +1,27 @@
+import { type LedgerContext, type Queryable, statement } from "./context.js";
+
+/** How a settled event ended (DESIGN.md §3). */
+export type Outcome = "applied" | "stale" | "unhandled" | "ignored";
+
+const settleSql = statement(
+  "settle",
+  (s) => `update ${s}.events
+set status = 'settled', outcome = $3::text, attempts = attempts + 1, settled_at = now(), last_error = null
+where source = $1::text and dedupe_key = $2::text`,
+);
+
+/**
+ * Settles an event inside the transaction that holds its row lock and carries the handler's writes.
+ *
+ * @example
+ * await settleEvent(tx, ledger, "stripe", "evt_123", "applied");
+ */
+export async function settleEvent(
+  tx: Queryable,
+  ledger: LedgerContext,
+  source: string,
+  dedupeKey: string,
+  outcome: Outcome,
+): Promise<void> {
+  await tx.query({ ...settleSql(ledger), values: [source, dedupeKey, outcome] });
+}

@@ -1,0 +1,94 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { ParseFailureReason } from "./types.js";
+
+/** HMAC digest algorithms a source may be configured with. */
+export type HmacAlgorithm = "sha256" | "sha512";
+
+/** Computes an HMAC over the concatenation of `parts` without joining them into one buffer first. */
+export function hmac(
+  algorithm: HmacAlgorithm,
+  key: string | Uint8Array,
+  parts: readonly (string | Uint8Array)[],
+) {
+  const mac = createHmac(algorithm, key);
+  for (const part of parts) mac.update(part);
+  return mac.digest();
+}
+
+/**
+ * Constant-time comparison of an expected MAC with a received one. The byte-length check comes first because
+ * `timingSafeEqual` throws on unequal lengths (DESIGN.md §5: a length mismatch is a 401, never an exception).
+ */
+export function macEquals(expected: Uint8Array, received: Uint8Array): boolean {
+  return expected.length === received.length && timingSafeEqual(expected, received);
+}
+
+const HEX = /^[0-9a-fA-F]*$/;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Decodes a received hex MAC; `null` when it is not hex (so it can never match). */
+export function fromHex(text: string): Buffer | null {
+  return text.length % 2 === 0 && HEX.test(text) ? Buffer.from(text, "hex") : null;
+}
+
+/** Decodes a received base64 MAC; `null` when it is not canonical base64. */
+export function fromBase64(text: string): Buffer | null {
+  return text.length % 4 === 0 && BASE64.test(text) ? Buffer.from(text, "base64") : null;
+}
+
+/**
+ * Finds the first secret whose MAC matches any of the received signatures.
+ * @returns the index of the matching secret, or -1.
+ */
+export function matchSecret(
+  secrets: readonly string[],
+  received: readonly Buffer[],
+  macFor: (secret: string) => Buffer,
+): number {
+  for (const [index, secret] of secrets.entries()) {
+    const expected = macFor(secret);
+    // Every candidate is compared (no early exit inside one secret) so timing says nothing about which one failed.
+    let matched = false;
+    for (const candidate of received) matched = macEquals(expected, candidate) || matched;
+    if (matched) return index;
+  }
+  return -1;
+}
+
+/** Parses a unix-seconds header value strictly (digits only); `null` otherwise. */
+export function parseUnixSeconds(text: string | null | undefined): number | null {
+  if (text === null || text === undefined || !/^\d{1,12}$/.test(text)) return null;
+  return Number(text);
+}
+
+/** Symmetric window check: a timestamp too far in the past or in the future is refused alike. */
+export function withinWindow(timestampSeconds: number, nowMs: number, toleranceSeconds: number): boolean {
+  return Math.abs(nowMs / 1000 - timestampSeconds) <= toleranceSeconds;
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Parses a body that must be a JSON object. */
+export function parseJsonObject(
+  body: Uint8Array,
+): { ok: true; value: Record<string, unknown> } | { ok: false; reason: ParseFailureReason; detail: string } {
+  try {
+    const value: unknown = JSON.parse(decoder.decode(body));
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      return { ok: true, value: value as Record<string, unknown> };
+    }
+  } catch {
+    // Falls through to the uniform answer below: the parser's message is not for the client.
+  }
+  return { ok: false, reason: "body_not_json", detail: "the body must be a JSON object" };
+}
+
+/** A non-empty string field, else `undefined`. */
+export function stringField(value: unknown): string | undefined {
+  return typeof value === "string" && value.length > 0 ? value : undefined;
+}
+
+/** A finite number field, else `undefined`. */
+export function numberField(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}

@@ -1,0 +1,89 @@
+import {
+  fromHex,
+  hmac,
+  matchSecret,
+  numberField,
+  parseJsonObject,
+  parseUnixSeconds,
+  stringField,
+  withinWindow,
+} from "./hmac.js";
+import type { EntityRef, Provider, VerifyInput, VerifyResult } from "./types.js";
+
+/** Options of the Stripe provider. */
+export interface StripeOptions {
+  /**
+   * How far `t=` may lie from now, in either direction, in seconds.
+   * @defaultValue 300 (stripe-node's `DEFAULT_TOLERANCE`)
+   * @example stripeProvider({ toleranceSeconds: 600 })
+   */
+  readonly toleranceSeconds?: number;
+}
+
+/**
+ * Stripe: `Stripe-Signature: t=…,v1=hex[,v1=…]` over `{t}.{raw}` with HMAC-SHA256; id, type and `created` from the
+ * signed body; the entity is `data.object` and its version is the event's `created` (seconds).
+ *
+ * @example
+ * const provider = stripeProvider();
+ * const result = provider.verify({ body, headers, secrets: [process.env.STRIPE_WEBHOOK_SECRET!], now: Date.now() });
+ */
+export function stripeProvider(options: StripeOptions = {}): Provider {
+  const tolerance = options.toleranceSeconds ?? 300;
+  return {
+    name: "stripe",
+    verify(input: VerifyInput): VerifyResult {
+      const header = input.headers.get("stripe-signature");
+      if (!header) return { ok: false, reason: "signature_missing" };
+      let timestamp: string | undefined;
+      const signatures: Buffer[] = [];
+      for (const item of header.split(",")) {
+        const eq = item.indexOf("=");
+        if (eq < 0) continue;
+        const key = item.slice(0, eq).trim();
+        const value = item.slice(eq + 1).trim();
+        if (key === "t") timestamp = value;
+        // Only v1 is the live scheme; v0 is Stripe's test scheme and is ignored, as stripe-node does.
+        else if (key === "v1") signatures.push(fromHex(value) ?? Buffer.alloc(0));
+      }
+      const t = parseUnixSeconds(timestamp);
+      if (t === null) return { ok: false, reason: "timestamp_missing" };
+      if (signatures.length === 0) return { ok: false, reason: "signature_malformed" };
+      const secretIndex = matchSecret(input.secrets, signatures, (secret) =>
+        hmac("sha256", secret, [`${timestamp}.`, input.body]),
+      );
+      if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
+      if (!withinWindow(t, input.now, tolerance)) return { ok: false, reason: "timestamp_outside_window" };
+      return parseStripeEvent(input.body, secretIndex);
+    },
+  };
+}
+
+function parseStripeEvent(body: Uint8Array, secretIndex: number): VerifyResult {
+  const json = parseJsonObject(body);
+  if (!json.ok) return json;
+  const id = stringField(json.value.id);
+  if (!id) return { ok: false, reason: "event_id_missing", detail: "the Stripe event has no `id`" };
+  const type = stringField(json.value.type);
+  if (!type) return { ok: false, reason: "event_type_missing", detail: "the Stripe event has no `type`" };
+  const created = numberField(json.value.created);
+  const object = (json.value.data as { object?: Record<string, unknown> } | undefined)?.object;
+  const entityType = stringField(object?.object);
+  const entityId = stringField(object?.id);
+  const entity: EntityRef | undefined =
+    entityType && entityId && created !== undefined
+      ? { type: entityType, id: entityId, version: created }
+      : undefined;
+  return {
+    ok: true,
+    secretIndex,
+    event: {
+      dedupeKey: id,
+      type,
+      payload: json.value,
+      dedupeOnBodyHash: false,
+      ...(created !== undefined && { occurredAt: new Date(created * 1000) }),
+      ...(entity && { entity }),
+    },
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * The one interface every provider implements.
+ *
+ * Terminology (DESIGN.md §1):
+ * - **source**: one configured inbound endpoint (`stripe`, `github-acme`): a provider, its secrets, its options.
+ * - **provider**: a signature scheme plus the rules for the event id, type, time and entity.
+ * - **delivery**: one HTTP POST. **event**: what the provider means; several deliveries may carry one event.
+ * - **dedupe key**: the provider's stable id for the event.
+ * - **entity / version**: the business object an event describes and its monotonic version.
+ *
+ * @module
+ */
+
+/** Read-only view of request headers; Web `Headers` satisfies it, and so does the node adapter's wrapper. */
+export interface HeaderBag {
+  /** Case-insensitive lookup; `null` when the header is absent. */
+  get(name: string): string | null;
+  /** Visits every header (names lower-case). */
+  forEach(callback: (value: string, name: string) => void): void;
+}
+
+/**
+ * Why a delivery was refused. `unauthorized` reasons all answer the same uniform 401; `malformed` reasons answer
+ * 400 and name the problem.
+ *
+ * @example
+ * const r = stripe.verify(input);
+ * if (!r.ok && r.reason === "timestamp_outside_window") metrics.windowRejects.inc();
+ */
+export type VerifyFailureReason =
+  | "signature_missing"
+  | "signature_malformed"
+  | "signature_mismatch"
+  | "timestamp_missing"
+  | "timestamp_outside_window";
+
+/** A verified delivery that cannot become an event: answered 400 with `detail`. */
+export type ParseFailureReason = "body_not_json" | "event_id_missing" | "event_type_missing";
+
+/** The business object an event describes and its monotonic version (seconds, milliseconds or a counter). */
+export interface EntityRef {
+  /** For example `"subscription"`. */
+  readonly type: string;
+  /** For example `"sub_123"`. */
+  readonly id: string;
+  /** Larger is newer. Compared as a Postgres `numeric`. */
+  readonly version: number;
+}
+
+/** What a provider extracts from a verified delivery. */
+export interface ParsedEvent {
+  /** The provider's stable id for the event: the ledger's dedupe key. */
+  readonly dedupeKey: string;
+  /** The provider's event type, e.g. `payment_intent.succeeded` or `pull_request.opened`. */
+  readonly type: string;
+  /** The parsed JSON body. */
+  readonly payload: unknown;
+  /** When the provider says the event happened, if it says. */
+  readonly occurredAt?: Date;
+  /** The entity and version for the default version guard, if the provider can tell. */
+  readonly entity?: EntityRef;
+  /**
+   * True when the dedupe key is not covered by the signature (GitHub's `X-GitHub-Delivery`): the body's sha256 then
+   * dedupes too, so a captured body re-sent under a new id header is still a duplicate (DESIGN.md §3).
+   */
+  readonly dedupeOnBodyHash: boolean;
+}
+
+/** Everything a provider needs to verify one delivery; it never touches the network or the database. */
+export interface VerifyInput {
+  /** The raw request body, byte-exact. */
+  readonly body: Uint8Array;
+  readonly headers: HeaderBag;
+  /** Every active secret for the source; any may match (rotation). */
+  readonly secrets: readonly string[];
+  /** The current time in milliseconds since the epoch. */
+  readonly now: number;
+}
+
+/** The outcome of {@link Provider.verify}: a value, never an exception, for every kind of bad input. */
+export type VerifyResult =
+  | { readonly ok: true; readonly secretIndex: number; readonly event: ParsedEvent }
+  | { readonly ok: false; readonly reason: VerifyFailureReason }
+  | { readonly ok: false; readonly reason: ParseFailureReason; readonly detail: string };
+
+/**
+ * A signature scheme plus the rules for the event id, type, time and entity.
+ *
+ * @example
+ * const provider = stripeProvider({ toleranceSeconds: 300 });
+ * const result = provider.verify({ body, headers: request.headers, secrets: ["whsec_..."], now: Date.now() });
+ * if (result.ok) console.log(result.event.dedupeKey, "matched secret", result.secretIndex);
+ */
+export interface Provider {
+  /** The provider's name, e.g. `"stripe"`. */
+  readonly name: string;
+  /** Verifies the signature over the raw bytes, then parses the event. Never throws on bad input. */
+  verify(input: VerifyInput): VerifyResult;
+}

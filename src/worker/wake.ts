@@ -1,0 +1,89 @@
+import pg from "pg";
+import type { Logger } from "../log.js";
+import { quoteIdent } from "../db/pool.js";
+
+/** Wakes idle worker slots early; polling keeps running, so a lost notification only costs latency. */
+export interface Waker {
+  /** Resolves after `ms`, or sooner when an event is claimed or `wakeAll` is called. */
+  sleep(ms: number): Promise<void>;
+  /** Resolves every pending sleep now. */
+  wakeAll(): void;
+  /** Stops listening. */
+  close(): Promise<void>;
+}
+
+/**
+ * Listens on the ledger's channel on a dedicated connection, reconnecting after a loss.
+ *
+ * @example
+ * const waker = listenForClaims({ connectionString, channel: ledger.channel, log });
+ * await waker.sleep(1000);
+ */
+export function listenForClaims(options: { connectionString: string; channel: string; log: Logger }): Waker {
+  const sleepers = new Set<() => void>();
+  let closed = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+
+  const wakeAll = () => {
+    for (const wake of sleepers) wake();
+    sleepers.clear();
+  };
+
+  const connect = async () => {
+    if (closed) return;
+    const c = new pg.Client({
+      connectionString: options.connectionString,
+      application_name: "hookledger-listen",
+    });
+    client = c;
+    c.on("notification", wakeAll);
+    c.on("error", (error) => {
+      options.log.warn({ err: error.message }, "listen connection lost; polling continues");
+      c.end().catch(() => {});
+      scheduleReconnect();
+    });
+    try {
+      await c.connect();
+      await c.query(`listen ${quoteIdent(options.channel)}`);
+      // Events claimed while the connection was down were not announced: wake everyone to look.
+      wakeAll();
+    } catch (error) {
+      options.log.warn({ err: (error as Error).message }, "listen connection failed; polling continues");
+      c.end().catch(() => {});
+      scheduleReconnect();
+    }
+  };
+
+  const scheduleReconnect = () => {
+    if (closed || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void connect();
+    }, 1000);
+    retry.unref();
+  };
+
+  void connect();
+
+  return {
+    sleep(ms) {
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(done, ms);
+        function done() {
+          clearTimeout(timer);
+          sleepers.delete(done);
+          resolve();
+        }
+        sleepers.add(done);
+      });
+    },
+    wakeAll,
+    async close() {
+      closed = true;
+      if (retry) clearTimeout(retry);
+      wakeAll();
+      await client?.end().catch(() => {});
+    },
+  };
+}

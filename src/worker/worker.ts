@@ -1,0 +1,111 @@
+import type { Pool } from "../db/pool.js";
+import type { LedgerContext } from "../ledger/context.js";
+import type { Logger } from "../log.js";
+import { attemptNext } from "./attempt.js";
+import { defaultRetryPolicy, type RetryPolicy } from "./backoff.js";
+import type { Handlers } from "./handlers.js";
+import { listenForClaims } from "./wake.js";
+
+/** Options of {@link startWorker}. */
+export interface WorkerOptions {
+  /** A pool created with role `work` (its sessions carry the keepalive and idle-in-transaction settings). */
+  readonly pool: Pool;
+  /** The same database's URL, for the LISTEN connection that wakes idle slots. */
+  readonly connectionString: string;
+  readonly ledger: LedgerContext;
+  readonly handlers: Handlers;
+  readonly log: Logger;
+  /**
+   * Events run at once in this process; each holds one connection while it runs.
+   * @defaultValue 4
+   */
+  readonly concurrency?: number;
+  /**
+   * How often an idle slot looks for due work without a notification (retries come due this way).
+   * @defaultValue 1000
+   */
+  readonly pollIntervalMs?: number;
+  /** @defaultValue {@link defaultRetryPolicy} */
+  readonly retry?: Partial<RetryPolicy>;
+  /**
+   * A handler running longer fails its attempt (and is retried).
+   * @defaultValue 30000
+   */
+  readonly handlerTimeoutMs?: number;
+}
+
+/** A running worker. */
+export interface Worker {
+  /**
+   * Stops picking new events and waits for the running ones; after `graceMs` the rest are abandoned (their
+   * transactions roll back and the events are picked again by another worker).
+   */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Starts `concurrency` slots that each pick one due event at a time (FOR UPDATE SKIP LOCKED) and run it in one
+ * transaction. Any number of workers, in any number of processes, share one ledger safely.
+ *
+ * @example
+ * const worker = startWorker({ pool, connectionString, ledger, handlers, log });
+ * process.on("SIGTERM", () => worker.stop(10_000));
+ */
+export function startWorker(options: WorkerOptions): Worker {
+  const retry = { ...defaultRetryPolicy, ...options.retry };
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const waker = listenForClaims({
+    connectionString: options.connectionString,
+    channel: options.ledger.channel,
+    log: options.log,
+  });
+  const deps = {
+    pool: options.pool,
+    ledger: options.ledger,
+    handlers: options.handlers,
+    retry,
+    handlerTimeoutMs: options.handlerTimeoutMs ?? 30_000,
+    log: options.log,
+  };
+  let stopping = false;
+
+  const slot = async () => {
+    let failures = 0;
+    while (!stopping) {
+      try {
+        const worked = await attemptNext(deps);
+        failures = 0;
+        if (!worked) await waker.sleep(pollIntervalMs);
+      } catch (error) {
+        // The database is unreachable or restarting: back off (up to 5 s) and try again; nothing is lost, the
+        // event's transaction rolled back and it is due again.
+        failures++;
+        options.log.error(
+          { err: (error as Error).message },
+          "worker slot lost its database connection; retrying",
+        );
+        await waker.sleep(Math.min(5000, 100 * 2 ** failures));
+      }
+    }
+  };
+
+  const slots = Array.from({ length: options.concurrency ?? 4 }, slot);
+  const all = Promise.all(slots);
+
+  return {
+    async stop(graceMs = 10_000) {
+      stopping = true;
+      waker.wakeAll();
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), graceMs);
+      });
+      const result = await Promise.race([all.then(() => "done" as const), grace]);
+      clearTimeout(timer);
+      if (result === "timeout") {
+        options.log.warn({ graceMs }, "worker stopped with events still running; they will be picked again");
+      }
+      await waker.close();
+    },
+  };
+}
