@@ -47,14 +47,14 @@ export interface HookledgerConfig {
      * @defaultValue env("DATABASE_URL")
      */
     readonly url?: Configurable<string>;
-    /** The ledger's schema. @defaultValue "hookledger" */
+    /** The ledger's schema. @defaultValue env("HOOKLEDGER_SCHEMA") or "hookledger" */
     readonly schema?: string;
     /** Port of the embedded Postgres. @defaultValue 54329 */
     readonly embeddedPort?: number;
   };
   /** @defaultValue env("HOST") or "127.0.0.1" */
   readonly host?: Configurable<string>;
-  /** @defaultValue env("PORT") or 3000 */
+  /** 0 picks a free port. @defaultValue env("PORT") or 3000 */
   readonly port?: Configurable<number>;
   readonly sources: readonly SourceConfig[];
   readonly handlers?: Handlers;

@@ -123,14 +123,26 @@ export function resolveConfig(
     });
   }
 
+  // 0 asks the OS for a free port; the listening line then tells which.
+  const portNumber = (value: string | undefined): number => {
+    if (value === undefined) return 3000;
+    const n = Number(value);
+    if (Number.isInteger(n) && n >= 0 && n <= 65535) return n;
+    problems.push(`port: expected 0-65535, got ${JSON.stringify(value)}; set PORT or the config's port`);
+    return 3000;
+  };
   const worker = config.worker ?? {};
   const retry = { ...defaultRetryPolicy, ...worker.retry };
   const resolved: ResolvedConfig = {
     databaseUrl: read(config.database?.url ?? { env: "DATABASE_URL" }),
-    schema: config.database?.schema ?? "hookledger",
-    embeddedPort: positiveInt("database.embeddedPort", config.database?.embeddedPort, 54329),
+    schema: config.database?.schema ?? environment.HOOKLEDGER_SCHEMA ?? "hookledger",
+    embeddedPort: positiveInt(
+      "database.embeddedPort",
+      config.database?.embeddedPort ?? environment.HOOKLEDGER_EMBEDDED_PORT,
+      54329,
+    ),
     host: read(config.host ?? { env: "HOST" }) ?? "127.0.0.1",
-    port: positiveInt("port", read(config.port ?? { env: "PORT" }), 3000),
+    port: portNumber(read(config.port ?? { env: "PORT" })),
     sources,
     handlers: config.handlers ?? new Handlers(),
     worker: {

@@ -1,0 +1,83 @@
+// Runs every test suite: unit and DB suites against the system PostgreSQL (15 on these machines), then the DB
+// suites again against the embedded server (another major version), so both stay supported.
+// Invoked by `npm test` after the build, type-check, lint and format check.
+import { spawn } from "node:child_process";
+import { chmod, mkdtemp, readdir, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { startEmbeddedPostgres } from "../dist/db/embedded.js";
+import { silentLogger } from "../dist/log.js";
+
+const external = process.env.HOOKLEDGER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+const files = async (dir) =>
+  (await readdir(dir)).filter((f) => f.endsWith(".test.ts")).sort().map((f) => join(dir, f));
+
+function runTests(label, testFiles, env) {
+  console.log(`\n=== ${label}: ${testFiles.length} files`);
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "--test", "--test-concurrency=4", "--test-timeout=240000", ...testFiles],
+      { stdio: "inherit", env: { ...process.env, ...env } },
+    );
+    child.on("exit", (code, signal) => resolve(code === 0 && signal === null));
+  });
+}
+
+async function reachable(url) {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    const { rows } = await client.query("show server_version");
+    return rows[0].server_version;
+  } catch (error) {
+    console.error(`cannot reach ${url.replace(/:[^:@/]+@/, ":***@")}: ${error.message}`);
+    console.error("start PostgreSQL on 127.0.0.1:5432 or set HOOKLEDGER_TEST_DATABASE_URL");
+    return undefined;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+const unit = await files("test/unit");
+const db = await files("test/db");
+const once = await files("test/once");
+const only = process.env.HOOKLEDGER_TEST_ONLY; // "external" or "embedded", to iterate faster locally
+
+let ok = true;
+if (only !== "embedded") {
+  const version = await reachable(external);
+  if (!version) process.exit(1);
+  ok = (await runTests(`unit + DB suites on PostgreSQL ${version}`, [...unit, ...db, ...once], {
+    HOOKLEDGER_TEST_DATABASE_URL: external,
+  })) && ok;
+}
+if (only !== "external") {
+  const dir = await mkdtemp(join(tmpdir(), "hookledger-test-"));
+  // As root the server runs as the unprivileged postgres user, which must be able to enter this directory.
+  await chmod(dir, 0o755);
+  const embedded = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), port: await freePort(), log: silentLogger() });
+  try {
+    const version = await reachable(embedded.connectionString);
+    ok = (await runTests(`DB suites on embedded PostgreSQL ${version}`, db, {
+      HOOKLEDGER_TEST_DATABASE_URL: embedded.connectionString,
+    })) && ok;
+  } finally {
+    await embedded.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+process.exit(ok ? 0 : 1);

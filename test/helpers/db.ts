@@ -1,0 +1,65 @@
+import { randomBytes } from "node:crypto";
+import { migrate } from "../../src/db/migrate.js";
+import { createPool, type Pool, type PoolRole } from "../../src/db/pool.js";
+import { type LedgerContext, ledgerContext } from "../../src/ledger/context.js";
+
+/**
+ * The database the DB suites run against: the system PostgreSQL 15 by default; `scripts/test.mjs` runs them a
+ * second time against the embedded server by setting HOOKLEDGER_TEST_DATABASE_URL.
+ */
+export function testDatabaseUrl(): string {
+  return process.env.HOOKLEDGER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+}
+
+/** A migrated ledger in a schema of its own, so test files run in parallel without meeting. */
+export interface TestLedger {
+  readonly url: string;
+  readonly schema: string;
+  readonly ledger: LedgerContext;
+  /** An admin pool for assertions and setup. */
+  readonly pool: Pool;
+  /** Creates another pool of the given role (closed by `drop`). */
+  newPool(role: PoolRole, max?: number): Pool;
+  /** Drops the schema and closes every pool. */
+  drop(): Promise<void>;
+}
+
+/**
+ * Creates a fresh, migrated ledger schema.
+ *
+ * @example
+ * const t = await freshLedger(); after(() => t.drop());
+ */
+export async function freshLedger(): Promise<TestLedger> {
+  const url = testDatabaseUrl();
+  const schema = `t_${randomBytes(5).toString("hex")}`;
+  const pool = createPool({ connectionString: url, role: "admin", max: 4 });
+  await migrate(pool, schema);
+  const pools: Pool[] = [];
+  return {
+    url,
+    schema,
+    ledger: ledgerContext(schema),
+    pool,
+    newPool(role, max) {
+      const p = createPool({ connectionString: url, role, ...(max !== undefined && { max }) });
+      pools.push(p);
+      return p;
+    },
+    async drop() {
+      await Promise.all(pools.map((p) => p.end().catch(() => {})));
+      await pool.query(`drop schema if exists "${schema}" cascade`);
+      await pool.end();
+    },
+  };
+}
+
+/** Polls `check` until it returns true or `timeoutMs` passes; throws with `what` on timeout. */
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
