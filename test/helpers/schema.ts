@@ -1,0 +1,33 @@
+import type { Pool } from "../../src/db/pool.js";
+
+/**
+ * A stable text dump of a schema's tables, columns, constraints and indexes, read from the catalogs (pg_dump is not
+ * shipped with the embedded server), with the schema name replaced by `:schema`.
+ */
+export async function dumpSchema(pool: Pool, schema: string): Promise<string> {
+  const columns = await pool.query(
+    `select table_name, column_name, data_type, is_nullable, coalesce(column_default, '') as dflt, is_identity
+     from information_schema.columns where table_schema = $1 order by table_name, ordinal_position`,
+    [schema],
+  );
+  const constraints = await pool.query(
+    `select c.relname as table_name, con.conname, pg_get_constraintdef(con.oid) as def
+     from pg_constraint con join pg_class c on c.oid = con.conrelid join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname = $1 order by c.relname, con.conname`,
+    [schema],
+  );
+  const indexes = await pool.query(
+    "select tablename, indexname, indexdef from pg_indexes where schemaname = $1 order by tablename, indexname",
+    [schema],
+  );
+  const lines: string[] = [];
+  for (const c of columns.rows) {
+    lines.push(
+      `column ${c.table_name}.${c.column_name} ${c.data_type}${c.is_nullable === "NO" ? " not null" : ""}` +
+        `${c.dflt ? ` default ${c.dflt}` : ""}${c.is_identity === "YES" ? " identity" : ""}`,
+    );
+  }
+  for (const c of constraints.rows) lines.push(`constraint ${c.table_name}.${c.conname} ${c.def}`);
+  for (const i of indexes.rows) lines.push(`index ${i.tablename}.${i.indexname} ${i.indexdef}`);
+  return `${lines.join("\n").replaceAll(`"${schema}".`, ":schema.").replaceAll(`${schema}.`, ":schema.")}\n`;
+}

@@ -1,0 +1,124 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { createPool } from "../../src/db/pool.js";
+import { testDatabaseUrl } from "../helpers/db.js";
+import { BIN, runCli, startCli } from "../helpers/cli.js";
+
+const dirs: string[] = [];
+const schemas: string[] = [];
+after(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+  const pool = createPool({ connectionString: testDatabaseUrl(), role: "admin", max: 1 });
+  for (const s of schemas) await pool.query(`drop schema if exists "${s}" cascade`);
+  await pool.end();
+});
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "hookledger-cli-"));
+  dirs.push(dir);
+  return dir;
+}
+const noStack = (text: string) => assert.doesNotMatch(text, /\n\s+at /, "no stack trace");
+
+test("hookledger --help exits 0 and shows the commands with examples", async () => {
+  const r = await runCli(["--help"]);
+  assert.equal(r.code, 0);
+  assert.match(r.stdout, /serve/);
+  assert.match(r.stdout, /Examples:/);
+});
+
+test("hookledger with an unknown command exits 2 naming it", async () => {
+  const r = await runCli(["serv"]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /unknown command 'serv'/);
+  noStack(r.stderr);
+});
+
+test("hookledger serve --config with a missing file exits 2 naming the file and the fix", async () => {
+  const r = await runCli(["serve", "--config", "nope.mjs"]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /config file nope\.mjs not found; pass an existing file/);
+  noStack(r.stderr);
+});
+
+test("hookledger serve with an empty secret refuses to start, naming the field and the variable", async () => {
+  const dir = await tempDir();
+  const file = join(dir, "hookledger.config.mjs");
+  await writeFile(
+    file,
+    `export default { sources: [{ name: "stripe", provider: "stripe", secrets: [{ env: "HL_TEST_UNSET_SECRET" }] }] };\n`,
+  );
+  const r = await runCli(["serve", "--config", file], { env: { ...process.env, HL_TEST_UNSET_SECRET: "" } });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /sources\[0\]\.secrets\[0\].*set the environment variable HL_TEST_UNSET_SECRET/);
+  noStack(r.stderr);
+});
+
+test("hookledger serve then send: accepted, duplicate, stale, and SIGTERM exits 0", async () => {
+  const schema = `cli_${randomBytes(4).toString("hex")}`;
+  schemas.push(schema);
+  const env = { ...process.env, DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: schema, PORT: "0" };
+  const serve = startCli(["serve"], { env });
+  try {
+    const [, url] = await serve.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m);
+    const sent = await runCli(["send", "--url", url ?? ""], { env });
+    assert.equal(sent.code, 0, sent.stderr);
+    assert.match(sent.stdout, /"status":"accepted"/);
+    assert.match(sent.stdout, /"status":"duplicate"/);
+    assert.match(sent.stdout, /settled \(stale\)/);
+    assert.match(sent.stdout, /plan price_pro, status active/);
+  } finally {
+    assert.equal(await serve.stop("SIGTERM"), 0, serve.output());
+  }
+});
+
+test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps its data across restarts", async () => {
+  const dir = await tempDir();
+  const { chmod } = await import("node:fs/promises");
+  // As root the embedded server runs as the postgres user, which must be able to enter the working directory.
+  await chmod(dir, 0o755);
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOOKLEDGER_EMBEDDED_PORT: String(await freePort()) };
+  delete env.DATABASE_URL;
+  delete env.HOOKLEDGER_SCHEMA;
+  const first = startCli(["serve"], { env, cwd: dir });
+  let url: string | undefined;
+  try {
+    url = (await first.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m, 120_000))[1];
+    const sent = await runCli(["send", "--url", url ?? ""], { env, cwd: dir });
+    assert.equal(sent.code, 0, sent.stderr);
+  } finally {
+    assert.equal(await first.stop("SIGINT"), 0, first.output());
+  }
+  const second = startCli(["serve"], { env, cwd: dir });
+  try {
+    await second.waitForLine(/^hookledger listening on/m, 120_000);
+    const { readFile } = await import("node:fs/promises");
+    const { connectionString } = JSON.parse(await readFile(join(dir, ".hookledger", "connection.json"), "utf8"));
+    const pool = createPool({ connectionString, role: "admin", max: 1 });
+    try {
+      const r = await pool.query("select count(*)::int as n from hookledger.events");
+      assert.equal(r.rows[0].n, 4, "the first run's events survived the restart");
+    } finally {
+      await pool.end();
+    }
+  } finally {
+    assert.equal(await second.stop("SIGTERM"), 0, second.output());
+  }
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    import("node:net").then(({ createServer }) => {
+      const server = createServer().listen(0, "127.0.0.1", () => {
+        const address = server.address();
+        server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+      });
+      server.on("error", reject);
+    });
+  });
+}
+
+void BIN;
