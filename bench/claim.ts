@@ -22,7 +22,8 @@ function positiveInt(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name}: expected a positive whole number, got ${raw}`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new Error(`${name}: expected a positive whole number, got ${raw}`);
   return n;
 }
 
@@ -145,20 +146,33 @@ const fmt = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digit
 const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}x` : "-");
 
 function printTable(phases: readonly Phase[]) {
-  const header = ["phase", "ops", "req/s", "p50 ms", "p99 ms", "req/s vs base", "p50 vs base", "p99 vs base"];
+  const header = [
+    "phase",
+    "ops",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    "loop busy",
+    "req/s vs base",
+    "p50 vs base",
+    "p99 vs base",
+  ];
   const rows = phases.map(({ name, summary: s, baseline }) => [
     name,
     String(s.ops),
     fmt(s.perSecond, 0),
     fmt(s.p50, 2),
     fmt(s.p99, 2),
+    `${fmt(s.eventLoopBusy * 100, 0)} %`,
     baseline ? ratio(s.perSecond, baseline.summary.perSecond) : "",
     baseline ? ratio(s.p50, baseline.summary.p50) : "",
     baseline ? ratio(s.p99, baseline.summary.p99) : "",
   ]);
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? "").length)));
   const line = (cells: readonly string[]) =>
-    cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  ");
+    cells
+      .map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0)))
+      .join("  ");
   console.log(line(header));
   for (const row of rows) console.log(line(row));
 }
@@ -200,7 +214,9 @@ async function main(): Promise<number> {
   phases.push(bd);
   phases.push(await phase("http-duplicate", warmHttp, httpEvents, http_("duplicate"), bd));
 
-  console.log("hookledger bench: the claim through the HTTP edge vs. the same claimEvent() issued directly via pg");
+  console.log(
+    "hookledger bench: the claim through the HTTP edge vs. the same claimEvent() issued directly via pg",
+  );
   console.log(
     `database  ${redact(url)} (${envUrl ? "from DATABASE_URL" : "default; set DATABASE_URL to change"}), schema ${schema} (dropped at the end)`,
   );
@@ -253,6 +269,9 @@ async function main(): Promise<number> {
     `verify      every answer ${failures === 0 ? "as expected: unique phases all accepted, duplicate phases all duplicate" : `NOT as expected: ${failures} problems above`}`,
   );
   console.log("");
+  console.log(
+    "loop busy   share of each phase this process's event loop was busy (load generator, and in http phases the service too).",
+  );
   console.log(
     "note        absolute numbers depend on this machine (bench, service and Postgres share it); read the ratios, measured in the same run.",
   );

@@ -1,3 +1,5 @@
+import { performance } from "node:perf_hooks";
+
 /** What one operation reports: `null` when it answered as expected, else a short description of what it got. */
 export type OpResult = string | null;
 
@@ -9,6 +11,8 @@ export interface LoadRun {
   readonly latencies: Float64Array;
   /** Index and description of every operation that did not answer as expected (thrown errors included). */
   readonly unexpected: readonly { readonly index: number; readonly got: string }[];
+  /** Share of the run this process's event loop was busy (0–1): near 1, the load generator itself is a limit. */
+  readonly eventLoopBusy: number;
 }
 
 /**
@@ -39,9 +43,12 @@ export async function runLoad(
       if (got !== null) unexpected.push({ index: i, got });
     }
   };
+  const loop = performance.eventLoopUtilization();
   const started = performance.now();
   await Promise.all(Array.from({ length: Math.min(concurrency, ops) }, lane));
-  return { ops, elapsedMs: performance.now() - started, latencies, unexpected };
+  const elapsedMs = performance.now() - started;
+  const eventLoopBusy = performance.eventLoopUtilization(loop).utilization;
+  return { ops, elapsedMs, latencies, unexpected, eventLoopBusy };
 }
 
 /** Throughput and latency percentiles of a run. */
@@ -50,6 +57,7 @@ export interface Summary {
   readonly perSecond: number;
   readonly p50: number;
   readonly p99: number;
+  readonly eventLoopBusy: number;
 }
 
 /**
@@ -61,5 +69,11 @@ export interface Summary {
 export function summarize(run: LoadRun): Summary {
   const sorted = Float64Array.from(run.latencies).sort();
   const rank = (p: number) => sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
-  return { ops: run.ops, perSecond: (run.ops / run.elapsedMs) * 1000, p50: rank(50), p99: rank(99) };
+  return {
+    ops: run.ops,
+    perSecond: (run.ops / run.elapsedMs) * 1000,
+    p50: rank(50),
+    p99: rank(99),
+    eventLoopBusy: run.eventLoopBusy,
+  };
 }

@@ -13,7 +13,10 @@ import { silentLogger } from "../dist/log.js";
 const external = process.env.HOOKLEDGER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 const files = async (dir) =>
-  (await readdir(dir)).filter((f) => f.endsWith(".test.ts")).sort().map((f) => join(dir, f));
+  (await readdir(dir))
+    .filter((f) => f.endsWith(".test.ts"))
+    .sort()
+    .map((f) => join(dir, f));
 
 function runTests(label, testFiles, env) {
   console.log(`\n=== ${label}: ${testFiles.length} files`);
@@ -61,20 +64,26 @@ let ok = true;
 if (only !== "embedded") {
   const version = await reachable(external);
   if (!version) process.exit(1);
-  ok = (await runTests(`unit + DB suites on PostgreSQL ${version}`, [...unit, ...db, ...once], {
-    HOOKLEDGER_TEST_DATABASE_URL: external,
-  })) && ok;
+  ok =
+    (await runTests(`unit + DB suites on PostgreSQL ${version}`, [...unit, ...db, ...once], {
+      HOOKLEDGER_TEST_DATABASE_URL: external,
+    })) && ok;
 }
 if (only !== "external") {
   const dir = await mkdtemp(join(tmpdir(), "hookledger-test-"));
   // As root the server runs as the unprivileged postgres user, which must be able to enter this directory.
   await chmod(dir, 0o755);
-  const embedded = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), port: await freePort(), log: silentLogger() });
+  const embedded = await startEmbeddedPostgres({
+    dataDir: join(dir, "pg"),
+    port: await freePort(),
+    log: silentLogger(),
+  });
   try {
     const version = await reachable(embedded.connectionString);
-    ok = (await runTests(`DB suites on embedded PostgreSQL ${version}`, db, {
-      HOOKLEDGER_TEST_DATABASE_URL: embedded.connectionString,
-    })) && ok;
+    ok =
+      (await runTests(`DB suites on embedded PostgreSQL ${version}`, db, {
+        HOOKLEDGER_TEST_DATABASE_URL: embedded.connectionString,
+      })) && ok;
   } finally {
     await embedded.stop();
     await rm(dir, { recursive: true, force: true });

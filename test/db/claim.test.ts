@@ -12,23 +12,29 @@ before(async () => {
 after(() => t.drop());
 
 async function rows(source: string, key: string) {
-  const r = await t.pool.query(`select status, attempts from "${t.schema}".events where source = $1 and dedupe_key = $2`, [
-    source,
-    key,
-  ]);
+  const r = await t.pool.query(
+    `select status, attempts from "${t.schema}".events where source = $1 and dedupe_key = $2`,
+    [source, key],
+  );
   return r.rows;
 }
 
 test("claimEvent accepts a new event as one pending row", async () => {
   const ingest = t.newPool("ingest");
-  assert.deepEqual(await claimTestEvent(ingest, t.ledger, { id: "evt_new" }), { status: "accepted", id: "evt_new" });
+  assert.deepEqual(await claimTestEvent(ingest, t.ledger, { id: "evt_new" }), {
+    status: "accepted",
+    id: "evt_new",
+  });
   assert.deepEqual(await rows("test", "evt_new"), [{ status: "pending", attempts: 0 }]);
 });
 
 test("claimEvent answers a second claim as a duplicate and counts it", async () => {
   const ingest = t.newPool("ingest");
   await claimTestEvent(ingest, t.ledger, { id: "evt_dup" });
-  assert.deepEqual(await claimTestEvent(ingest, t.ledger, { id: "evt_dup" }), { status: "duplicate", id: "evt_dup" });
+  assert.deepEqual(await claimTestEvent(ingest, t.ledger, { id: "evt_dup" }), {
+    status: "duplicate",
+    id: "evt_dup",
+  });
   await claimTestEvent(ingest, t.ledger, { id: "evt_dup" });
   const dup = await t.pool.query(`select count from "${t.schema}".duplicates where dedupe_key = 'evt_dup'`);
   assert.equal(dup.rows[0].count, "2");
@@ -90,7 +96,12 @@ test("claimEvent dedupes on the body hash when the id is unsigned, answering wit
   const ingest = t.newPool("ingest");
   const body = JSON.stringify({ action: "opened", number: 7 });
   await claimTestEvent(ingest, t.ledger, { source: "gh", id: "guid-1", body, dedupeOnBodyHash: true });
-  const again = await claimTestEvent(ingest, t.ledger, { source: "gh", id: "guid-2", body, dedupeOnBodyHash: true });
+  const again = await claimTestEvent(ingest, t.ledger, {
+    source: "gh",
+    id: "guid-2",
+    body,
+    dedupeOnBodyHash: true,
+  });
   assert.deepEqual(again, { status: "duplicate", id: "guid-1" });
   assert.equal((await rows("gh", "guid-2")).length, 0);
 });
@@ -99,7 +110,10 @@ test("claimEvent does not dedupe on the body hash when the id is signed", async 
   const ingest = t.newPool("ingest");
   const body = JSON.stringify({ same: true });
   await claimTestEvent(ingest, t.ledger, { source: "signed", id: "a", body });
-  assert.equal((await claimTestEvent(ingest, t.ledger, { source: "signed", id: "b", body })).status, "accepted");
+  assert.equal(
+    (await claimTestEvent(ingest, t.ledger, { source: "signed", id: "b", body })).status,
+    "accepted",
+  );
 });
 
 test("claimEvent stores the body byte-exact with its sha256", async () => {
@@ -107,7 +121,12 @@ test("claimEvent stores the body byte-exact with its sha256", async () => {
   const body = Buffer.from('{"id":"evt_bytes", "spacing" :  "kept",\n"é":"\\u00e9"}');
   await claimEvent(ingest, t.ledger, {
     source: "test",
-    event: { dedupeKey: "evt_bytes", type: "t", payload: JSON.parse(body.toString()), dedupeOnBodyHash: false },
+    event: {
+      dedupeKey: "evt_bytes",
+      type: "t",
+      payload: JSON.parse(body.toString()),
+      dedupeOnBodyHash: false,
+    },
     body,
     headers: { "content-type": "application/json" },
     secretIndex: 1,

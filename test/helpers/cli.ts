@@ -10,7 +10,10 @@ export function runCli(
   options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: options.env ?? process.env, cwd: options.cwd });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: options.env ?? process.env,
+      cwd: options.cwd,
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => {
@@ -34,8 +37,14 @@ export interface RunningCli {
 }
 
 /** Starts the CLI in the background. */
-export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): RunningCli {
-  const child = spawn(process.execPath, [BIN, ...args], { env: options.env ?? process.env, cwd: options.cwd });
+export function startCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): RunningCli {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: options.env ?? process.env,
+    cwd: options.cwd,
+  });
   let out = "";
   let err = "";
   child.stdout.on("data", (d) => {

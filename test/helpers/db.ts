@@ -55,7 +55,11 @@ export async function freshLedger(): Promise<TestLedger> {
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes; throws with `what` on timeout. */
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;

@@ -6,7 +6,15 @@ import type { EntityRef, ParsedEvent } from "../../src/providers/types.js";
 export function claimTestEvent(
   db: Queryable,
   ledger: LedgerContext,
-  input: { source?: string; id: string; type?: string; payload?: unknown; entity?: EntityRef; dedupeOnBodyHash?: boolean; body?: string },
+  input: {
+    source?: string;
+    id: string;
+    type?: string;
+    payload?: unknown;
+    entity?: EntityRef;
+    dedupeOnBodyHash?: boolean;
+    body?: string;
+  },
 ): Promise<ClaimResult> {
   const payload = input.payload ?? { id: input.id };
   const body = input.body ?? JSON.stringify(payload);

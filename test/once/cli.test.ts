@@ -80,7 +80,11 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
   const { chmod } = await import("node:fs/promises");
   // As root the embedded server runs as the postgres user, which must be able to enter the working directory.
   await chmod(dir, 0o755);
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOOKLEDGER_EMBEDDED_PORT: String(await freePort()) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: "0",
+    HOOKLEDGER_EMBEDDED_PORT: String(await freePort()),
+  };
   delete env.DATABASE_URL;
   delete env.HOOKLEDGER_SCHEMA;
   const first = startCli(["serve"], { env, cwd: dir });
@@ -96,7 +100,9 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
   try {
     await second.waitForLine(/^hookledger listening on/m, 120_000);
     const { readFile } = await import("node:fs/promises");
-    const { connectionString } = JSON.parse(await readFile(join(dir, ".hookledger", "connection.json"), "utf8"));
+    const { connectionString } = JSON.parse(
+      await readFile(join(dir, ".hookledger", "connection.json"), "utf8"),
+    );
     const pool = createPool({ connectionString, role: "admin", max: 1 });
     try {
       const r = await pool.query("select count(*)::int as n from hookledger.events");

@@ -15,9 +15,14 @@ function problemsOf(config: HookledgerConfig, environment: NodeJS.ProcessEnv = {
 }
 
 test("resolveConfig refuses a source whose secret variable is unset, naming the field and the variable", () => {
-  const problems = problemsOf({ sources: [{ name: "stripe", provider: "stripe", secrets: [env("STRIPE_SECRET")] }] });
+  const problems = problemsOf({
+    sources: [{ name: "stripe", provider: "stripe", secrets: [env("STRIPE_SECRET")] }],
+  });
   assert.equal(problems.length, 1);
-  assert.match(problems[0] ?? "", /^sources\[0\]\.secrets\[0\]: .*empty; set the environment variable STRIPE_SECRET/);
+  assert.match(
+    problems[0] ?? "",
+    /^sources\[0\]\.secrets\[0\]: .*empty; set the environment variable STRIPE_SECRET/,
+  );
 });
 
 test("resolveConfig refuses an empty inline secret and a secret with surrounding white space", () => {
@@ -39,7 +44,11 @@ test("resolveConfig lists every problem at once", () => {
   });
   assert.equal(problems.length, 6, problems.join("\n"));
   assert.ok(problems.some((p) => p.startsWith("sources[0].name")));
-  assert.ok(problems.some((p) => p.startsWith("sources[1].provider") && p.includes("stripe, github, standard, awardee")));
+  assert.ok(
+    problems.some(
+      (p) => p.startsWith("sources[1].provider") && p.includes("stripe, github, standard, awardee"),
+    ),
+  );
   assert.ok(problems.some((p) => p.startsWith("sources[2].secrets")));
   assert.ok(problems.some((p) => p.startsWith("sources[3].name") && p.includes("twice")));
   assert.ok(problems.some((p) => p.startsWith("sources[3].maxBodyBytes")));
@@ -51,7 +60,9 @@ test("resolveConfig refuses no sources at all", () => {
 });
 
 test("resolveConfig refuses a Standard Webhooks secret that is not base64", () => {
-  const problems = problemsOf({ sources: [{ name: "std", provider: "standard", secrets: ["whsec_not base64!"] }] });
+  const problems = problemsOf({
+    sources: [{ name: "std", provider: "standard", secrets: ["whsec_not base64!"] }],
+  });
   assert.match(problems[0] ?? "", /base64/);
 });
 

@@ -1,0 +1,54 @@
+// The public API of hookledger, listed explicitly.
+
+export { defineConfig, type HookledgerConfig, type ProviderName, type SourceConfig } from "./config/types.js";
+export { type Configurable, type EnvRef, env } from "./config/env.js";
+export { ConfigError, type ResolvedConfig, resolveConfig } from "./config/validate.js";
+
+export {
+  type CreatePoolOptions,
+  createPool,
+  type Pool,
+  type PoolClient,
+  type PoolRole,
+  withTransaction,
+} from "./db/pool.js";
+export { migrate, migrationsCurrent } from "./db/migrate.js";
+export { type EmbeddedDatabase, type EmbeddedOptions, startEmbeddedPostgres } from "./db/embedded.js";
+
+export { type Answer, type ErrorCode, answerError, statusOf } from "./errors.js";
+export {
+  createReceiver,
+  type Delivery,
+  type Receiver,
+  type ReceiverOptions,
+  type Source,
+} from "./http/core.js";
+export { createFetchHandler, type FetchHandlerOptions } from "./http/fetch.js";
+export { createNodeHandler, type NodeHandlerOptions } from "./http/node.js";
+
+export { type ArrivedVia, type ClaimInput, type ClaimResult, claimEvent } from "./ledger/claim.js";
+export { type LedgerContext, ledgerContext } from "./ledger/context.js";
+export type { Outcome } from "./ledger/settle.js";
+
+export { createLogger, type Logger, silentLogger } from "./log.js";
+
+export { type AwardeeOptions, awardeeProvider } from "./providers/awardee.js";
+export { githubProvider } from "./providers/github.js";
+export { standardProvider } from "./providers/standard.js";
+export { type StripeOptions, stripeProvider } from "./providers/stripe.js";
+export type {
+  EntityRef,
+  HeaderBag,
+  ParsedEvent,
+  ParseFailureReason,
+  Provider,
+  VerifyFailureReason,
+  VerifyInput,
+  VerifyResult,
+} from "./providers/types.js";
+
+export { type Service, type ServiceOptions, startService } from "./service.js";
+
+export { defaultRetryPolicy, type RetryPolicy, retryDelay } from "./worker/backoff.js";
+export { type Handler, type HandlerContext, type HandlerEvent, Handlers } from "./worker/handlers.js";
+export { startWorker, type Worker, type WorkerOptions } from "./worker/worker.js";
