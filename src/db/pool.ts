@@ -22,6 +22,12 @@ export interface CreatePoolOptions {
    * @defaultValue 45000
    */
   readonly idleInTransactionTimeoutMs?: number;
+  /**
+   * For the `ingest` role: the server cancels a claim running longer, so one given up by the edge's 1.8 s deadline
+   * (answered 503) does not commit afterwards and frees its connection.
+   * @defaultValue 1500
+   */
+  readonly statementTimeoutMs?: number;
 }
 
 /**
@@ -33,6 +39,11 @@ export interface CreatePoolOptions {
  */
 export function createPool(options: CreatePoolOptions): Pool {
   const settings = ["synchronous_commit=on", "default_transaction_isolation=read\\ committed"];
+  if (options.role === "ingest") {
+    // The edge answers 503 after 1.8 s; the server gives up on the claim before that (a claim waiting on a lock
+    // then never commits after its 503) and the connection is free again.
+    settings.push(`statement_timeout=${options.statementTimeoutMs ?? 1500}`);
+  }
   if (options.role === "work") {
     // A dead worker host leaves an open TCP connection that Postgres only notices through keepalives
     // (10 s idle + 3 probes 5 s apart) or the idle-in-transaction timeout, whichever fires first.
@@ -51,6 +62,8 @@ export function createPool(options: CreatePoolOptions): Pool {
     // The ingest path must answer 503 within 2 s when the database is gone (DESIGN.md §4).
     connectionTimeoutMillis: options.role === "ingest" ? 1000 : 5000,
     application_name: `hookledger-${options.role}`,
+    // A server that accepts but never answers would otherwise hold each ingest connection forever.
+    ...(options.role === "ingest" && { query_timeout: 2500 }),
   });
   // An idle client whose server went away emits 'error' on the pool; without a listener that would crash the process.
   pool.on("error", () => {});

@@ -114,11 +114,29 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           secretIndex: verified.secretIndex,
           arrivedVia: "delivery",
         });
-        // If the deadline wins, the claim may still commit later: the provider's retry is then a duplicate, and
-        // the event is processed once either way.
-        claim.catch(() => {});
+        let late = false;
+        // The ingest session's statement_timeout cancels a claim soon after the deadline; should one commit in
+        // the gap anyway, the provider's retry is a duplicate and the event is still processed once. Either way
+        // the late outcome is logged with the event id.
+        claim.then(
+          (r) =>
+            late &&
+            log.warn(
+              { source: source.name, eventId: r.id, result: r.status },
+              "claim finished after its 503",
+            ),
+          (error: Error) =>
+            late &&
+            log.warn(
+              { source: source.name, eventId: event.dedupeKey, err: error.message },
+              "claim failed after its 503",
+            ),
+        );
         const deadline = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new DeadlineError(`claim took over ${deadlineMs} ms`)), deadlineMs);
+          timer = setTimeout(() => {
+            late = true;
+            reject(new DeadlineError(`claim took over ${deadlineMs} ms`));
+          }, deadlineMs);
         });
         const result = await Promise.race([claim, deadline]);
         log.info(

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, test } from "node:test";
 import { sign } from "@octokit/webhooks-methods";
-import type { Pool } from "../../src/db/pool.js";
+import { createPool, type Pool } from "../../src/db/pool.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 import {
@@ -26,17 +26,20 @@ let ingest: Pool;
 let server: { url: string; close(): Promise<void> };
 /** A second server whose claim deadline cannot fire while a test deliberately holds a lock. */
 let patient: { url: string; close(): Promise<void> };
+let patientPool: Pool;
 
 before(async () => {
   t = await freshLedger();
   ingest = t.newPool("ingest");
   server = await serve(testReceiver(ingest, t.ledger));
-  patient = await serve(testReceiver(ingest, t.ledger, { claimDeadlineMs: 60_000 }));
+  patientPool = createPool({ connectionString: t.url, role: "ingest", statementTimeoutMs: 60_000 });
+  patient = await serve(testReceiver(patientPool, t.ledger, { claimDeadlineMs: 60_000 }));
 });
 
 after(async () => {
   await server?.close();
   await patient?.close();
+  await patientPool?.end();
   await t?.drop();
 });
 

@@ -1,12 +1,14 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { createPool } from "../../src/db/pool.js";
 import { testDatabaseUrl } from "../helpers/db.js";
-import { BIN, runCli, startCli } from "../helpers/cli.js";
+import { runCli, startCli } from "../helpers/cli.js";
 
 const dirs: string[] = [];
 const schemas: string[] = [];
@@ -75,9 +77,26 @@ test("hookledger serve then send: accepted, duplicate, stale, and SIGTERM exits 
   }
 });
 
+test("hookledger serve --no-worker receives and a separate hookledger worker process applies", async () => {
+  const schema = `cli_${randomBytes(4).toString("hex")}`;
+  schemas.push(schema);
+  const env = { ...process.env, DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: schema, PORT: "0" };
+  const serve = startCli(["serve", "--no-worker"], { env });
+  const worker = startCli(["worker"], { env });
+  try {
+    const [, url] = await serve.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m);
+    const sent = await runCli(["send", "--url", url ?? ""], { env });
+    assert.equal(sent.code, 0, sent.stderr);
+    assert.match(sent.stdout, /settled \(stale\)/, "the worker process settled the events");
+    assert.match(sent.stdout, /plan price_pro, status active/);
+  } finally {
+    assert.equal(await worker.stop("SIGTERM"), 0, worker.output());
+    assert.equal(await serve.stop("SIGTERM"), 0, serve.output());
+  }
+});
+
 test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps its data across restarts", async () => {
   const dir = await tempDir();
-  const { chmod } = await import("node:fs/promises");
   // As root the embedded server runs as the postgres user, which must be able to enter the working directory.
   await chmod(dir, 0o755);
   const env: NodeJS.ProcessEnv = {
@@ -99,7 +118,6 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
   const second = startCli(["serve"], { env, cwd: dir });
   try {
     await second.waitForLine(/^hookledger listening on/m, 120_000);
-    const { readFile } = await import("node:fs/promises");
     const { connectionString } = JSON.parse(
       await readFile(join(dir, ".hookledger", "connection.json"), "utf8"),
     );
@@ -113,18 +131,19 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
   } finally {
     assert.equal(await second.stop("SIGTERM"), 0, second.output());
   }
+  assert.equal(
+    existsSync(join(dir, ".hookledger", "pg", "postmaster.pid")),
+    false,
+    "the embedded server stopped",
+  );
 });
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    import("node:net").then(({ createServer }) => {
-      const server = createServer().listen(0, "127.0.0.1", () => {
-        const address = server.address();
-        server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-      });
-      server.on("error", reject);
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
     });
+    server.on("error", reject);
   });
 }
-
-void BIN;
