@@ -1,12 +1,13 @@
 // `npm run bench`: the claim through the HTTP edge against the same claim issued directly through pg, in one run.
 // Environment: DATABASE_URL, BENCH_OPS (20000), BENCH_CONCURRENCY (64), BENCH_WARMUP (ops / 20, at least 8 per lane).
 import { randomBytes } from "node:crypto";
-import { availableParallelism, cpus } from "node:os";
+import { availableParallelism, cpus, loadavg } from "node:os";
 import { Pool as HttpPool } from "undici";
 import { resolveConfig } from "../src/config/validate.js";
 import { createPool, quoteIdent } from "../src/db/pool.js";
 import { claimEvent } from "../src/ledger/claim.js";
 import { ledgerContext } from "../src/ledger/context.js";
+import { notifyThrottle } from "../src/ledger/notify.js";
 import { silentLogger } from "../src/log.js";
 import { type Service, startService } from "../src/service.js";
 import { BASE_HEADERS, type BenchEvent, buildEvents, signAll } from "./events.js";
@@ -50,25 +51,24 @@ const log = silentLogger();
 const admin = createPool({ connectionString: url, role: "admin", max: 2 });
 // The baseline pool: the service's own pool factory and role, one connection per concurrent claim.
 const direct = createPool({ connectionString: url, role: "ingest", max: concurrency });
+const wakeups = notifyThrottle(direct, ledger, log);
 let service: Service | undefined;
 let http: HttpPool | undefined;
 
-let cleaning: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    const step = (what: string, p: Promise<unknown> | undefined) =>
-      p?.catch((error) => console.error(`cleanup: ${what} failed: ${(error as Error).message}`));
-    await step("closing the HTTP client", http?.close());
-    await step("ending the baseline pool", direct.end());
-    await step("stopping the service", service?.stop());
-    await step("dropping the schema", admin.query(`drop schema if exists ${quoteIdent(schema)} cascade`));
-    await step("ending the admin pool", admin.end());
-  })();
-  return cleaning;
+async function cleanup(): Promise<void> {
+  const step = (what: string, p: Promise<unknown> | undefined) =>
+    p?.catch((error) => console.error(`cleanup: ${what} failed: ${(error as Error).message}`));
+  await step("closing the HTTP client", http?.close());
+  await step("ending the baseline pool", direct.end());
+  await step("stopping the service", service?.stop());
+  await step("dropping the schema", admin.query(`drop schema if exists ${quoteIdent(schema)} cascade`));
+  await step("ending the admin pool", admin.end());
 }
+
+const interrupted = new AbortController();
 process.once("SIGINT", () => {
-  console.error(`\ninterrupted: dropping schema ${schema}`);
-  void cleanup().finally(() => process.exit(130));
+  console.error(`\ninterrupted: finishing in-flight operations, then dropping schema ${schema}`);
+  interrupted.abort();
 });
 
 function expectClaim(event: BenchEvent, expected: Expected, got: { status: string; id: string }): OpResult {
@@ -78,7 +78,11 @@ function expectClaim(event: BenchEvent, expected: Expected, got: { status: strin
 function baselineOp(events: readonly BenchEvent[], expected: Expected) {
   return async (i: number): Promise<OpResult> => {
     const event = events[i] as BenchEvent;
-    return expectClaim(event, expected, await claimEvent(direct, ledger, event.claim));
+    // The same wake-up throttle as the edge, so both sides send the same statements (see ledger/notify.ts).
+    const notify = wakeups.claimNotifies();
+    const result = await claimEvent(direct, ledger, { ...event.claim, notify });
+    if (!notify && result.status === "accepted") wakeups.committedQuietly();
+    return expectClaim(event, expected, result);
   };
 }
 
@@ -119,8 +123,9 @@ async function phase(
   baseline?: Phase,
 ): Promise<Phase> {
   process.stderr.write(`${name}: ${warm.length} warm-up + ${main.length} ops … `);
-  const warmRun = await runLoad(warm.length, concurrency, op(warm));
-  const run = await runLoad(main.length, concurrency, op(main));
+  const warmRun = await runLoad(warm.length, concurrency, op(warm), interrupted.signal);
+  const run = await runLoad(main.length, concurrency, op(main), interrupted.signal);
+  if (interrupted.signal.aborted) throw new Error("interrupted");
   const summary = summarize(run);
   process.stderr.write(`${summary.perSecond.toFixed(0)} req/s\n`);
   return { name, summary, run, warmup: warmRun, ...(baseline && { baseline }) };
@@ -180,6 +185,7 @@ function printTable(phases: readonly Phase[]) {
 async function main(): Promise<number> {
   const { rows } = await admin.query<{ version: string }>("select version()");
   const pgVersion = (rows[0]?.version ?? "unknown").split(" on ")[0];
+  const loadBefore = loadavg()[0] ?? 0;
 
   process.stderr.write("building and parsing events … ");
   const events = (tag: string, n: number) => buildEvents(`evt_${tag}`, n, BODY_BYTES, SOURCE, secret);
@@ -201,18 +207,22 @@ async function main(): Promise<number> {
   http = new HttpPool(service.url as string, { connections: concurrency, pipelining: 1 });
   const client = http;
 
-  const direct_ = (expected: Expected) => (list: readonly BenchEvent[]) => baselineOp(list, expected);
-  const http_ = (expected: Expected) => (list: readonly BenchEvent[]) => httpOp(client, list, expected);
+  const directOps = (expected: Expected) => (list: readonly BenchEvent[]) => baselineOp(list, expected);
+  const httpOps = (expected: Expected) => (list: readonly BenchEvent[]) => httpOp(client, list, expected);
   const phases: Phase[] = [];
-  const bu = await phase("baseline-unique", warmDirect, directEvents, direct_("accepted"));
+  const bu = await phase("baseline-unique", warmDirect, directEvents, directOps("accepted"));
   phases.push(bu);
-  phases.push(await phase("http-unique", warmHttp, httpEvents, http_("accepted"), bu));
-  const serviceConnections = await admin.query<{ n: string }>(
-    "select count(*) as n from pg_stat_activity where datname = current_database() and application_name = 'hookledger-ingest'",
+  phases.push(await phase("http-unique", warmHttp, httpEvents, httpOps("accepted"), bu));
+  // Backends whose last statement touched this run's schema: the baseline pool's and the service's ingest pool's.
+  const ingestBackends = await admin.query<{ n: string }>(
+    `select count(*) as n from pg_stat_activity
+      where application_name = 'hookledger-ingest' and strpos(query, $1::text) > 0`,
+    [ledger.s],
   );
-  const bd = await phase("baseline-duplicate", warmDirect, directEvents, direct_("duplicate"));
+  const serviceIngest = Number(ingestBackends.rows[0]?.n ?? 0) - direct.totalCount;
+  const bd = await phase("baseline-duplicate", warmDirect, directEvents, directOps("duplicate"));
   phases.push(bd);
-  phases.push(await phase("http-duplicate", warmHttp, httpEvents, http_("duplicate"), bd));
+  phases.push(await phase("http-duplicate", warmHttp, httpEvents, httpOps("duplicate"), bd));
 
   console.log(
     "hookledger bench: the claim through the HTTP edge vs. the same claimEvent() issued directly via pg",
@@ -221,7 +231,7 @@ async function main(): Promise<number> {
     `database  ${redact(url)} (${envUrl ? "from DATABASE_URL" : "default; set DATABASE_URL to change"}), schema ${schema} (dropped at the end)`,
   );
   console.log(
-    `versions  node ${process.version}, ${pgVersion}; ${availableParallelism()} CPUs (${cpus()[0]?.model.trim() ?? "?"})`,
+    `versions  node ${process.version}, ${pgVersion}; ${availableParallelism()} CPUs (${cpus()[0]?.model.trim() ?? "?"}), load average ${loadBefore.toFixed(1)} before, ${(loadavg()[0] ?? 0).toFixed(1)} after`,
   );
   console.log(
     `load      ${ops} ops per phase after ${warmup} warm-up ops, ${concurrency} concurrent, signed Stripe events of ${BODY_BYTES} bytes`,
@@ -229,7 +239,6 @@ async function main(): Promise<number> {
   console.log(
     `service   serve only (worker off, so the edge alone is measured), in this process; HTTP through undici Pool (${concurrency} connections, pipelining 1)`,
   );
-  const serviceIngest = Number(serviceConnections.rows[0]?.n ?? 0) - direct.totalCount;
   console.log(
     `pools     baseline: createPool({ role: "ingest", max: ${concurrency} }); service ingest pool: ${serviceIngest} connections open after http-unique`,
   );
@@ -266,7 +275,9 @@ async function main(): Promise<number> {
     );
   }
   console.log(
-    `verify      every answer ${failures === 0 ? "as expected: unique phases all accepted, duplicate phases all duplicate" : `NOT as expected: ${failures} problems above`}`,
+    failures === 0
+      ? "verify      ok: unique phases all accepted, duplicate phases all duplicate, ledger counts exact"
+      : `verify      FAILED: ${failures} unexpected answers or count mismatches (above)`,
   );
   console.log("");
   console.log(
@@ -281,8 +292,8 @@ async function main(): Promise<number> {
 try {
   process.exitCode = await main();
 } catch (error) {
-  console.error("bench failed:", error);
-  process.exitCode = 1;
+  if (!interrupted.signal.aborted) console.error("bench failed:", error);
+  process.exitCode = interrupted.signal.aborted ? 130 : 1;
 } finally {
   await cleanup();
 }

@@ -17,7 +17,8 @@ export interface LoadRun {
 
 /**
  * Runs `op(0) … op(ops - 1)` with at most `concurrency` in flight: each of `concurrency` lanes takes the next index
- * as soon as its previous operation settles (closed loop, like a sender holding that many connections).
+ * as soon as its previous operation settles (closed loop, like a sender holding that many connections). Once
+ * `signal` aborts, lanes start nothing new.
  *
  * @example
  * const run = await runLoad(20_000, 64, async (i) => ((await claim(i)).status === "accepted" ? null : "duplicate"));
@@ -26,12 +27,13 @@ export async function runLoad(
   ops: number,
   concurrency: number,
   op: (index: number) => Promise<OpResult>,
+  signal?: AbortSignal,
 ): Promise<LoadRun> {
   const latencies = new Float64Array(ops);
   const unexpected: { index: number; got: string }[] = [];
   let next = 0;
   const lane = async () => {
-    for (let i = next++; i < ops; i = next++) {
+    for (let i = next++; i < ops && !signal?.aborted; i = next++) {
       const started = performance.now();
       let got: OpResult;
       try {

@@ -42,7 +42,9 @@ export function createPool(options: CreatePoolOptions): Pool {
   if (options.role === "ingest") {
     // The edge answers 503 after 1.8 s; the server gives up on the claim before that (a claim waiting on a lock
     // then never commits after its 503) and the connection is free again.
-    settings.push(`statement_timeout=${options.statementTimeoutMs ?? 1500}`);
+    const timeout = options.statementTimeoutMs ?? 1500;
+    // lock_timeout also bounds the wait for the NOTIFY lock at commit, which statement_timeout does not cover.
+    settings.push(`statement_timeout=${timeout}`, `lock_timeout=${timeout}`);
   }
   if (options.role === "work") {
     // A dead worker host leaves an open TCP connection that Postgres only notices through keepalives

@@ -1,6 +1,7 @@
 import { type Answer, answerError, answerJson } from "../errors.js";
 import { claimEvent } from "../ledger/claim.js";
 import type { LedgerContext, Queryable } from "../ledger/context.js";
+import { notifyThrottle } from "../ledger/notify.js";
 import type { Logger } from "../log.js";
 import type { HeaderBag, Provider } from "../providers/types.js";
 import { readCapped } from "./body.js";
@@ -31,6 +32,12 @@ export interface ReceiverOptions {
    * @defaultValue 1800
    */
   readonly claimDeadlineMs?: number;
+  /**
+   * At most one claim per window carries the workers' wake-up NOTIFY; a trailing one announces the rest (see
+   * `notifyThrottle`). Larger windows add up to that much pickup latency; polling still backs it.
+   * @defaultValue 50
+   */
+  readonly wakeupWindowMs?: number;
 }
 
 /** One delivery, framework-neutral. */
@@ -64,6 +71,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const now = options.now ?? Date.now;
   const deadlineMs = options.claimDeadlineMs ?? 1800;
   const log = options.log;
+  const wakeups = notifyThrottle(options.db, options.ledger, log, options.wakeupWindowMs);
 
   return {
     async receive(delivery) {
@@ -106,6 +114,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       const { event } = verified;
       let timer: NodeJS.Timeout | undefined;
       try {
+        const notify = wakeups.claimNotifies();
         const claim = claimEvent(options.db, options.ledger, {
           source: source.name,
           event,
@@ -113,6 +122,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           headers: keptHeaders(delivery.headers),
           secretIndex: verified.secretIndex,
           arrivedVia: "delivery",
+          notify,
         });
         let late = false;
         // The ingest session's statement_timeout cancels a claim soon after the deadline; should one commit in
@@ -139,6 +149,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           }, deadlineMs);
         });
         const result = await Promise.race([claim, deadline]);
+        if (!notify && result.status === "accepted") wakeups.committedQuietly();
         log.info(
           {
             source: source.name,

@@ -15,6 +15,11 @@ export interface ClaimInput {
   readonly headers: Readonly<Record<string, string>>;
   readonly secretIndex: number | null;
   readonly arrivedVia: ArrivedVia;
+  /**
+   * Whether this claim's transaction carries the NOTIFY that wakes workers.
+   * @defaultValue true; the HTTP edge throttles it (see `notifyThrottle`)
+   */
+  readonly notify?: boolean;
 }
 
 /** The answer of a claim: the first delivery wins, every other one is a duplicate. */
@@ -22,7 +27,7 @@ export type ClaimResult = { readonly status: "accepted" | "duplicate"; readonly 
 
 /**
  * Claims an event: one atomic `insert … on conflict do nothing returning`, with a NOTIFY in the same implicit
- * transaction. Run it in autocommit on a session pinned to READ COMMITTED and `synchronous_commit=on` (see
+ * transaction (unless `notify` is false). Run it in autocommit on a session pinned to READ COMMITTED and `synchronous_commit=on` (see
  * `createPool`): a duplicate racing an uncommitted claim then waits for it and answers after it commits or aborts.
  *
  * @example
@@ -39,7 +44,7 @@ export async function claimEvent(
   // second pass then inserts. Three passes bound the loop.
   for (let pass = 0; pass < 3; pass++) {
     const inserted = await db.query<{ dedupe_key: string }>({
-      ...claimSql(ledger),
+      ...(input.notify === false ? claimQuietSql : claimSql)(ledger),
       values: [
         input.source,
         event.dedupeKey,
@@ -47,7 +52,7 @@ export async function claimEvent(
         input.body,
         sha256,
         event.dedupeOnBodyHash,
-        JSON.stringify(event.payload),
+        payloadJson(event.payload),
         input.headers,
         input.secretIndex,
         event.entity?.type ?? null,
@@ -55,7 +60,7 @@ export async function claimEvent(
         event.entity?.version ?? null,
         event.occurredAt ?? null,
         input.arrivedVia,
-        ledger.channel,
+        ...(input.notify === false ? [] : [ledger.channel]),
       ],
     });
     if (inserted.rows[0]) return { status: "accepted", id: inserted.rows[0].dedupe_key };
@@ -68,19 +73,21 @@ export async function claimEvent(
   throw new Error(`claim of ${input.source}/${event.dedupeKey} conflicted with a row that no longer exists`);
 }
 
-// No conflict target: both the primary key and the body-hash index (GitHub) count as "already claimed".
-const claimSql = statement(
-  "claim",
-  (s) => `with inserted as (
-  insert into ${s}.events (source, dedupe_key, event_type, body, body_sha256, dedupe_on_body, payload,
-    headers, secret_index, entity_type, entity_id, entity_version, occurred_at, arrived_via)
+const insertSql = (s: string) => `insert into ${s}.events (source, dedupe_key, event_type, body, body_sha256,
+    dedupe_on_body, payload, headers, secret_index, entity_type, entity_id, entity_version, occurred_at, arrived_via)
   values ($1::text, $2::text, $3::text, $4::bytea, $5::bytea, $6::boolean, $7::jsonb, $8::jsonb, $9::smallint,
     $10::text, $11::text, $12::numeric, $13::timestamptz, $14::text)
   on conflict do nothing
-  returning dedupe_key
-)
+  returning dedupe_key`;
+
+// No conflict target: both the primary key and the body-hash index (GitHub) count as "already claimed".
+const claimSql = statement(
+  "claim",
+  (s) => `with inserted as (${insertSql(s)})
 select dedupe_key, pg_notify($15::text, '') from inserted`,
 );
+
+const claimQuietSql = statement("claim-quiet", insertSql);
 
 // A plain read: it never waits on the row lock a worker holds while the event's handler runs.
 const duplicateSql = statement(
@@ -98,3 +105,14 @@ on conflict (source, dedupe_key) do update
   set count = duplicates.count + 1, last_seen_at = now()
 returning dedupe_key`,
 );
+
+/**
+ * The payload as jsonb text. Postgres jsonb cannot hold U+0000, which JSON allows: such characters become U+FFFD in
+ * the payload (the raw body keeps them, byte-exact), so a verified event is never refused for it.
+ */
+function payloadJson(payload: unknown): string {
+  const json = JSON.stringify(payload);
+  return json.includes("\\u0000")
+    ? JSON.stringify(payload, (_, v) => (typeof v === "string" ? v.replaceAll("\0", "\ufffd") : v))
+    : json;
+}

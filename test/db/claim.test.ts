@@ -159,3 +159,23 @@ test("claimEvent notifies the ledger channel on accept only", async () => {
     await listener.end();
   }
 });
+
+test("claimEvent accepts a payload with U+0000, storing U+FFFD in the jsonb and the body byte-exact", async () => {
+  const ingest = t.newPool("ingest");
+  const body = Buffer.from('{"id":"evt_nul","note":"a\\u0000b"}');
+  const payload = JSON.parse(body.toString());
+  const result = await claimEvent(ingest, t.ledger, {
+    source: "test",
+    event: { dedupeKey: "evt_nul", type: "t", payload, dedupeOnBodyHash: false },
+    body,
+    headers: {},
+    secretIndex: 0,
+    arrivedVia: "delivery",
+  });
+  assert.equal(result.status, "accepted");
+  const r = await t.pool.query(
+    `select body, payload->>'note' as note from "${t.schema}".events where dedupe_key = 'evt_nul'`,
+  );
+  assert.equal(r.rows[0].note, "a\ufffdb");
+  assert.ok(Buffer.compare(r.rows[0].body, body) === 0);
+});
