@@ -74,7 +74,6 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         connectionString,
         role: "work",
         max: config.worker.concurrency,
-        idleInTransactionTimeoutMs: config.worker.handlerTimeoutMs + 15_000,
       });
       closers.push(() => work.end());
       worker = startWorker({

@@ -41,6 +41,11 @@ export async function migrate(pool: Pool, schema: string): Promise<string[]> {
   const client = await pool.connect();
   const applied: string[] = [];
   let broken: Error | undefined;
+  // Unheard, a connection lost between statements would crash the process; heard, the next statement fails.
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
   try {
     await client.query("select pg_advisory_lock(hashtext('hookledger.migrate'), hashtext($1::text))", [
       schema,
@@ -80,6 +85,7 @@ export async function migrate(pool: Pool, schema: string): Promise<string[]> {
     broken = error as Error;
     throw error;
   } finally {
+    client.off("error", onError);
     client.release(broken);
   }
   return applied;

@@ -17,12 +17,6 @@ export interface CreatePoolOptions {
   /** Maximum connections. @defaultValue 10 for ingest, 5 otherwise */
   readonly max?: number;
   /**
-   * For the `work` role: Postgres ends a transaction left idle this long, so a worker host that vanished mid-handler
-   * never holds an event's row lock longer than this (DESIGN.md §6: nothing stuck for more than 60 s).
-   * @defaultValue 45000
-   */
-  readonly idleInTransactionTimeoutMs?: number;
-  /**
    * For the `ingest` role: the server cancels a claim running longer, so one given up by the edge's 1.8 s deadline
    * (answered 503) does not commit afterwards and frees its connection.
    * @defaultValue 1500
@@ -47,14 +41,9 @@ export function createPool(options: CreatePoolOptions): Pool {
     settings.push(`statement_timeout=${timeout}`, `lock_timeout=${timeout}`);
   }
   if (options.role === "work") {
-    // A dead worker host leaves an open TCP connection that Postgres only notices through keepalives
-    // (10 s idle + 3 probes 5 s apart) or the idle-in-transaction timeout, whichever fires first.
-    settings.push(
-      "tcp_keepalives_idle=10",
-      "tcp_keepalives_interval=5",
-      "tcp_keepalives_count=3",
-      `idle_in_transaction_session_timeout=${options.idleInTransactionTimeoutMs ?? 45_000}`,
-    );
+    // A dead worker host leaves an open TCP connection that Postgres notices through keepalives (10 s idle + 3
+    // probes 5 s apart) or the idle-in-transaction timeout the worker sets per transaction, whichever fires first.
+    settings.push("tcp_keepalives_idle=10", "tcp_keepalives_interval=5", "tcp_keepalives_count=3");
   }
   const pool = new pg.Pool({
     connectionString: options.connectionString,
@@ -82,6 +71,12 @@ export function createPool(options: CreatePoolOptions): Pool {
 export async function withTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client's connection lost between statements emits 'error'; unheard, it would crash the process.
+  // Heard, the next statement fails and the transaction is rolled back.
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
   try {
     await client.query("begin");
     const result = await fn(client);
@@ -95,6 +90,7 @@ export async function withTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Pro
     }
     throw error;
   } finally {
+    client.off("error", onError);
     client.release(broken);
   }
 }

@@ -1,12 +1,13 @@
+import pg from "pg";
 import type { Pool, PoolClient } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
-import { advanceVersion } from "../ledger/advance.js";
 import { failEvent } from "../ledger/fail.js";
 import { type PickedEvent, pickEvent } from "../ledger/pick.js";
 import { type Outcome, settleEvent } from "../ledger/settle.js";
 import type { Logger } from "../log.js";
 import { type RetryPolicy, retryDelay } from "./backoff.js";
-import type { HandlerContext, HandlerEvent, Handlers } from "./handlers.js";
+import { attemptContext } from "./context.js";
+import type { Handlers } from "./handlers.js";
 
 /** What one attempt needs. */
 export interface AttemptDeps {
@@ -16,28 +17,39 @@ export interface AttemptDeps {
   readonly retry: RetryPolicy;
   readonly handlerTimeoutMs: number;
   readonly log: Logger;
+  /** Aborted when the worker gives up on its running events (`stop()` past its grace): they roll back, unrecorded. */
+  readonly signal?: AbortSignal;
 }
-
-/** Thrown into a handler's later queries once its attempt is over (it timed out and kept going). */
-class AttemptOverError extends Error {}
 
 /**
  * Runs one due event, if any, in one transaction: pick (row lock) → handler → guard → settle, committed together.
  * A handler that throws is rolled back to a savepoint and the failure is recorded in the same transaction, so the
- * row lock is never released between the failure and its record.
+ * row lock is never released between the failure and its record. A handler that times out, or is abandoned when
+ * the worker stops, loses its connection (the transaction rolls back); a timeout is then recorded as a failure.
  *
  * @returns false when nothing was due.
  */
 export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
   const client = await deps.pool.connect();
+  // The pool listens for errors of idle clients only. A connection lost while checked out but between statements
+  // (a handler awaiting an API call when the server restarts) would be an uncaught 'error' event that takes the
+  // process down; with this listener the next statement fails instead, and the attempt rolls back.
+  const onError = (error: Error) =>
+    deps.log.warn({ err: error.message }, "worker connection lost mid-attempt");
+  client.on("error", onError);
   let released = false;
   const release = (error?: Error) => {
     if (released) return;
     released = true;
     client.release(error);
+    client.off("error", onError);
   };
   try {
-    await client.query("begin");
+    // Per transaction, so a pool configured for other work cannot end a long handler's session: Postgres ends a
+    // transaction left idle longer (a worker host that vanished mid-handler), and the event is due again.
+    await client.query(
+      `begin; set local idle_in_transaction_session_timeout = ${Math.round(deps.handlerTimeoutMs) + 15_000}`,
+    );
     const picked = await pickEvent(client, deps.ledger);
     if (!picked) {
       await client.query("commit");
@@ -46,7 +58,23 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
     const started = performance.now();
     const result = await runHandler(deps, client, picked);
     if (result.ok) {
-      await settleEvent(client, deps.ledger, picked.source, picked.dedupe_key, result.outcome);
+      try {
+        await settleEvent(client, deps.ledger, picked.source, picked.dedupe_key, result.outcome);
+      } catch (error) {
+        // A handler that caught the error of its own failed query returns normally, but the transaction is aborted
+        // and the settle fails. Without this the event would be picked again and again, its attempts never counted.
+        if (!result.savepoint || !(error instanceof pg.DatabaseError)) throw error;
+        const failure = new Error(`the event could not settle: ${error.message}`, { cause: error });
+        await failInTransaction(
+          deps,
+          client,
+          picked,
+          started,
+          failure,
+          "handler left its transaction failed",
+        );
+        return true;
+      }
       await client.query("commit");
       deps.log.info(
         logFields(picked, started, { result: "settled", outcome: result.outcome }),
@@ -54,10 +82,19 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
       );
       return true;
     }
-    if (result.timedOut) {
-      // The handler may still be using the connection: destroy it (the server rolls the transaction back) and
-      // record the failure on a fresh one.
+    if (result.cut) {
+      // The handler may still be using the connection: destroy it (the server rolls the transaction back), then
+      // record a timeout on a fresh one. An abandoned event is not a failure: it is simply due again.
+      const pid = (client as unknown as { processID: number | null }).processID;
       release(result.error);
+      await endBackend(deps, pid);
+      if (result.cut === "abandoned") {
+        deps.log.warn(
+          logFields(picked, started, { result: "abandoned" }),
+          "worker stopped while the handler ran; the event rolled back and will be picked again",
+        );
+        return true;
+      }
       const status = await recordFailure(deps, deps.pool, picked, result.error);
       deps.log.warn(
         logFields(picked, started, { result: status, err: result.error.message }),
@@ -65,13 +102,7 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
       );
       return true;
     }
-    await client.query("rollback to savepoint handler");
-    const status = await recordFailure(deps, client, picked, result.error);
-    await client.query("commit");
-    deps.log.warn(
-      logFields(picked, started, { result: status, err: result.error.message }),
-      "handler failed",
-    );
+    await failInTransaction(deps, client, picked, started, result.error, "handler failed");
     return true;
   } catch (error) {
     // A connection that failed mid-transaction never goes back to the pool.
@@ -82,9 +113,42 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
   }
 }
 
-class TimeoutError extends Error {}
+async function failInTransaction(
+  deps: AttemptDeps,
+  client: PoolClient,
+  picked: PickedEvent,
+  started: number,
+  error: Error,
+  message: string,
+): Promise<void> {
+  await client.query("rollback to savepoint handler");
+  const status = await recordFailure(deps, client, picked, error);
+  await client.query("commit");
+  deps.log.warn(logFields(picked, started, { result: status, err: error.message }), message);
+}
 
-type HandlerResult = { ok: true; outcome: Outcome } | { ok: false; error: Error; timedOut: boolean };
+// Destroying the socket is enough for a backend that waits for its client (idle in transaction). A backend still
+// busy with the handler's statement (a lock wait, a slow query) notices only when that statement ends, holding the
+// event's row lock until then, and the recording of the failure would wait for it: terminate it.
+async function endBackend(deps: AttemptDeps, pid: number | null): Promise<void> {
+  if (!pid) return;
+  try {
+    await deps.pool.query(
+      `select pg_terminate_backend(pid) from pg_stat_activity
+       where pid = $1::int and state <> 'idle' and application_name = current_setting('application_name')`,
+      [pid],
+    );
+  } catch (error) {
+    deps.log.warn({ err: (error as Error).message, pid }, "could not end the backend of a cut-off attempt");
+  }
+}
+
+class TimeoutError extends Error {}
+class AbandonedError extends Error {}
+
+type HandlerResult =
+  | { ok: true; outcome: Outcome; savepoint: boolean }
+  | { ok: false; error: Error; cut: "timeout" | "abandoned" | false };
 
 async function runHandler(
   deps: AttemptDeps,
@@ -92,53 +156,9 @@ async function runHandler(
   picked: PickedEvent,
 ): Promise<HandlerResult> {
   const handler = deps.handlers.find(picked.source, picked.event_type);
-  if (!handler) return { ok: true, outcome: "unhandled" };
+  if (!handler) return { ok: true, outcome: "unhandled", savepoint: false };
   await client.query("savepoint handler");
-  let over = false;
-  let stale = false;
-  let ignored = false;
-  const event = toHandlerEvent(picked);
-  const tx = new Proxy(client, {
-    get(target, property, receiver) {
-      if (property === "release") {
-        return () => {
-          throw new Error("hookledger owns this transaction: do not release it");
-        };
-      }
-      if (property === "query") {
-        return (...args: unknown[]) => {
-          if (over)
-            throw new AttemptOverError(`the attempt for ${picked.source}/${picked.dedupe_key} is over`);
-          return (target.query as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      }
-      return Reflect.get(target, property, receiver);
-    },
-  });
-  const ctx: HandlerContext = {
-    event,
-    tx,
-    async advance(entityType, entityId, version) {
-      const type = entityType ?? event.entity?.type;
-      const id = entityId ?? event.entity?.id;
-      const v = version ?? event.entity?.version;
-      if (type === undefined || id === undefined || v === undefined) {
-        throw new Error(`advance() needs an entity: ${picked.source}/${picked.event_type} reports none`);
-      }
-      const advanced = await advanceVersion(tx, deps.ledger, {
-        entityType: type,
-        entityId: id,
-        version: v instanceof Date ? v.getTime() : v,
-        source: picked.source,
-        dedupeKey: picked.dedupe_key,
-      });
-      if (!advanced) stale = true;
-      return advanced;
-    },
-    ignore() {
-      ignored = true;
-    },
-  };
+  const attempt = attemptContext(client, deps.ledger, picked);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -146,18 +166,29 @@ async function runHandler(
       deps.handlerTimeoutMs,
     );
   });
+  let onAbort: (() => void) | undefined;
+  const abandoned = new Promise<never>((_, reject) => {
+    const { signal } = deps;
+    if (!signal) return;
+    onAbort = () => reject(new AbandonedError("the worker stopped before the handler finished"));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
   try {
-    const run = Promise.resolve().then(() => handler(ctx));
+    const run = Promise.resolve().then(() => handler(attempt.ctx));
     // After a timeout the handler's own rejection has no one left to hear it; keep it from being "unhandled".
     run.catch(() => {});
-    await Promise.race([run, timeout]);
-    return { ok: true, outcome: stale ? "stale" : ignored ? "ignored" : "applied" };
+    await Promise.race([run, timeout, abandoned]);
+    const outcome = attempt.stale() ? "stale" : attempt.ignored() ? "ignored" : "applied";
+    return { ok: true, outcome, savepoint: true };
   } catch (error) {
     const err = error instanceof Error ? error : new Error(String(error));
-    return { ok: false, error: err, timedOut: err instanceof TimeoutError };
+    const cut = err instanceof TimeoutError ? "timeout" : err instanceof AbandonedError ? "abandoned" : false;
+    return { ok: false, error: err, cut };
   } finally {
-    over = true;
+    attempt.end();
     clearTimeout(timer);
+    if (onAbort) deps.signal?.removeEventListener("abort", onAbort);
   }
 }
 
@@ -174,25 +205,9 @@ async function recordFailure(
     error: error.message.slice(0, 2000),
     maxAttempts: deps.retry.maxAttempts,
     retryInMs: retryDelay(deps.retry, attempt),
+    attempts: picked.attempts,
   });
   return status ?? "missing";
-}
-
-function toHandlerEvent(picked: PickedEvent): HandlerEvent {
-  return {
-    id: picked.dedupe_key,
-    source: picked.source,
-    type: picked.event_type,
-    payload: picked.payload,
-    receivedAt: picked.received_at,
-    occurredAt: picked.occurred_at,
-    attempt: picked.attempts + 1,
-    entity:
-      picked.entity_type !== null && picked.entity_id !== null && picked.entity_version !== null
-        ? { type: picked.entity_type, id: picked.entity_id, version: picked.entity_version }
-        : null,
-    arrivedVia: picked.arrived_via,
-  };
 }
 
 function logFields(picked: PickedEvent, started: number, extra: Record<string, unknown>) {

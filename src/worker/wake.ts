@@ -4,8 +4,13 @@ import { quoteIdent } from "../db/pool.js";
 
 /** Wakes idle worker slots early; polling keeps running, so a lost notification only costs latency. */
 export interface Waker {
-  /** Resolves after `ms`, or sooner when an event is claimed or `wakeAll` is called. */
-  sleep(ms: number): Promise<void>;
+  /**
+   * Resolves after `ms`, or sooner when an event is claimed or `wakeAll` is called. With a `since` from
+   * {@link Waker.mark}, a wake-up that came after that mark (while the caller was busy looking) ends it at once.
+   */
+  sleep(ms: number, since?: number): Promise<void>;
+  /** A mark of the wake-ups seen so far, taken before looking for work. */
+  mark(): number;
   /** Resolves every pending sleep now. */
   wakeAll(): void;
   /** Stops listening. */
@@ -21,11 +26,13 @@ export interface Waker {
  */
 export function listenForClaims(options: { connectionString: string; channel: string; log: Logger }): Waker {
   const sleepers = new Set<() => void>();
+  let wakeups = 0;
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
 
   const wakeAll = () => {
+    wakeups++;
     for (const wake of sleepers) wake();
     sleepers.clear();
   };
@@ -67,7 +74,8 @@ export function listenForClaims(options: { connectionString: string; channel: st
   void connect();
 
   return {
-    sleep(ms) {
+    sleep(ms, since) {
+      if (since !== undefined && since !== wakeups) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const timer = setTimeout(done, ms);
         function done() {
@@ -78,6 +86,7 @@ export function listenForClaims(options: { connectionString: string; channel: st
         sleepers.add(done);
       });
     },
+    mark: () => wakeups,
     wakeAll,
     async close() {
       closed = true;

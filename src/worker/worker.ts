@@ -37,8 +37,9 @@ export interface WorkerOptions {
 /** A running worker. */
 export interface Worker {
   /**
-   * Stops picking new events and waits for the running ones; after `graceMs` the rest are abandoned (their
-   * transactions roll back and the events are picked again by another worker).
+   * Stops picking new events and waits for the running ones; after `graceMs` the rest are abandoned: their
+   * handlers' later queries are refused, their transactions roll back and the events are picked again by another
+   * worker. Resolves once every slot has ended (or 5 s after abandoning, should one hang on a dead connection).
    */
   stop(graceMs?: number): Promise<void>;
 }
@@ -59,7 +60,9 @@ export function startWorker(options: WorkerOptions): Worker {
     channel: options.ledger.channel,
     log: options.log,
   });
+  const abandon = new AbortController();
   const deps = {
+    signal: abandon.signal,
     pool: options.pool,
     ledger: options.ledger,
     handlers: options.handlers,
@@ -73,9 +76,11 @@ export function startWorker(options: WorkerOptions): Worker {
     let failures = 0;
     while (!stopping) {
       try {
+        // Marked before looking: a claim notified while this slot was busy finding nothing must not wait a poll.
+        const mark = waker.mark();
         const worked = await attemptNext(deps);
         failures = 0;
-        if (!worked) await waker.sleep(pollIntervalMs);
+        if (!worked) await waker.sleep(pollIntervalMs, mark);
       } catch (error) {
         // The database is unreachable or restarting: back off (up to 5 s) and try again; nothing is lost, the
         // event's transaction rolled back and it is due again.
@@ -96,16 +101,28 @@ export function startWorker(options: WorkerOptions): Worker {
     async stop(graceMs = 10_000) {
       stopping = true;
       waker.wakeAll();
-      let timer: NodeJS.Timeout | undefined;
-      const grace = new Promise<"timeout">((resolve) => {
-        timer = setTimeout(() => resolve("timeout"), graceMs);
-      });
-      const result = await Promise.race([all.then(() => "done" as const), grace]);
-      clearTimeout(timer);
-      if (result === "timeout") {
-        options.log.warn({ graceMs }, "worker stopped with events still running; they will be picked again");
+      if (!(await finishedWithin(all, graceMs))) {
+        // Past the grace: cut the running handlers off. Their connections are destroyed, so their transactions
+        // roll back and their events are due again for another worker, with no attempt counted.
+        abandon.abort();
+        const allStopped = await finishedWithin(all, 5000);
+        options.log.warn(
+          { graceMs, allStopped },
+          "worker stopped with events still running; they rolled back and will be picked again",
+        );
       }
       await waker.close();
     },
   };
+}
+
+/** Whether `work` settles within `ms`. */
+async function finishedWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const result = await Promise.race([work.then(() => true), timeout]);
+  clearTimeout(timer);
+  return result;
 }

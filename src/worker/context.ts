@@ -1,0 +1,120 @@
+import type { PoolClient } from "../db/pool.js";
+import { advanceVersion } from "../ledger/advance.js";
+import type { LedgerContext } from "../ledger/context.js";
+import type { PickedEvent } from "../ledger/pick.js";
+import type { HandlerContext, HandlerEvent } from "./handlers.js";
+
+/** Rejects a handler's later queries once its attempt is over (it timed out or was abandoned and kept going). */
+class AttemptOverError extends Error {}
+
+// A handler that commits (or rolls back) the event's transaction would release the row lock before the settle:
+// a crash right then would apply the event twice. Such statements are refused with a message naming the cause.
+const TRANSACTION_CONTROL =
+  /^\s*(begin|start\s+transaction|commit|end|rollback|abort|release|savepoint|prepare\s+transaction)\b/i;
+
+function queryText(arg: unknown): string {
+  if (typeof arg === "string") return arg;
+  if (arg !== null && typeof arg === "object" && typeof (arg as { text?: unknown }).text === "string") {
+    return (arg as { text: string }).text;
+  }
+  return "";
+}
+
+/** A handler's context and what the attempt needs to know about it afterwards. */
+export interface AttemptContext {
+  readonly ctx: HandlerContext;
+  /** True once any `ctx.advance()` returned false. */
+  stale(): boolean;
+  /** True once the handler called `ctx.ignore()`. */
+  ignored(): boolean;
+  /** Ends the attempt: the handler's `ctx.tx` refuses every later query. */
+  end(): void;
+}
+
+/**
+ * Builds the context a handler runs with: the event, `ctx.tx` (the event's transaction, guarded: it cannot be
+ * released, its transaction cannot be ended, and it refuses queries once the attempt is over) and the version guard.
+ */
+export function attemptContext(
+  client: PoolClient,
+  ledger: LedgerContext,
+  picked: PickedEvent,
+): AttemptContext {
+  let over = false;
+  let stale = false;
+  let ignored = false;
+  const name = `${picked.source}/${picked.dedupe_key}`;
+  const event = toHandlerEvent(picked);
+  const tx = new Proxy(client, {
+    get(target, property, receiver) {
+      if (property === "release") {
+        return () => {
+          throw new Error("hookledger owns this transaction: do not release it");
+        };
+      }
+      if (property === "query") {
+        return (...args: unknown[]) => {
+          if (over) return Promise.reject(new AttemptOverError(`the attempt for ${name} is over`));
+          if (TRANSACTION_CONTROL.test(queryText(args[0]))) {
+            return Promise.reject(
+              new Error(
+                `hookledger owns the transaction of ${name}: a handler must not begin, commit or roll back`,
+              ),
+            );
+          }
+          return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  const ctx: HandlerContext = {
+    event,
+    tx,
+    async advance(entityType, entityId, version) {
+      const type = entityType ?? event.entity?.type;
+      const id = entityId ?? event.entity?.id;
+      const v = version ?? event.entity?.version;
+      if (type === undefined || id === undefined || v === undefined) {
+        throw new Error(`advance() needs an entity: ${picked.source}/${picked.event_type} reports none`);
+      }
+      const advanced = await advanceVersion(tx, ledger, {
+        entityType: type,
+        entityId: id,
+        version: v instanceof Date ? v.getTime() : v,
+        source: picked.source,
+        dedupeKey: picked.dedupe_key,
+      });
+      if (!advanced) stale = true;
+      return advanced;
+    },
+    ignore() {
+      ignored = true;
+    },
+  };
+  return {
+    ctx,
+    stale: () => stale,
+    ignored: () => ignored,
+    end: () => {
+      over = true;
+    },
+  };
+}
+
+function toHandlerEvent(picked: PickedEvent): HandlerEvent {
+  return {
+    id: picked.dedupe_key,
+    source: picked.source,
+    type: picked.event_type,
+    payload: picked.payload,
+    receivedAt: picked.received_at,
+    occurredAt: picked.occurred_at,
+    attempt: picked.attempts + 1,
+    entity:
+      picked.entity_type !== null && picked.entity_id !== null && picked.entity_version !== null
+        ? { type: picked.entity_type, id: picked.entity_id, version: picked.entity_version }
+        : null,
+    arrivedVia: picked.arrived_via,
+  };
+}

@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { after, before, test } from "node:test";
+import { createPool } from "../../src/db/pool.js";
+import { silentLogger } from "../../src/log.js";
+import { Handlers } from "../../src/worker/handlers.js";
+import { startWorker } from "../../src/worker/worker.js";
+import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
+import { claimTestEvent } from "../helpers/events.js";
+
+const FIXTURE = fileURLToPath(new URL("../fixtures/worker-process.ts", import.meta.url));
+
+let t: TestLedger;
+const children: ChildProcessWithoutNullStreams[] = [];
+
+before(async () => {
+  t = await freshLedger();
+  await t.pool.query(`create table "${t.schema}".applied (event_id text not null, worker text not null)`);
+});
+
+after(async () => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await t.drop();
+});
+
+/** Spawns the worker fixture; `lines` holds what it printed so far. */
+function spawnWorker(mode: "hang" | "sleep") {
+  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE], {
+    env: {
+      ...process.env,
+      HOOKLEDGER_TEST_DATABASE_URL: t.url,
+      FIXTURE_SCHEMA: t.schema,
+      FIXTURE_MODE: mode,
+    },
+  });
+  children.push(child);
+  let out = "";
+  child.stdout.on("data", (d) => {
+    out += d;
+  });
+  child.stderr.on("data", (d) => {
+    out += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    exited,
+    inHandler: (id: string) =>
+      waitFor(
+        `"in-handler ${id}" from the worker process`,
+        async () => {
+          if (child.exitCode !== null) throw new Error(`the worker process exited early:\n${out}`);
+          return out.includes(`in-handler ${id}\n`);
+        },
+        60_000,
+      ),
+  };
+}
+
+async function event(id: string) {
+  const { rows } = await t.pool.query(
+    `select status, outcome, attempts from "${t.schema}".events where source = 'kill' and dedupe_key = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+async function writes(id: string): Promise<string[]> {
+  const { rows } = await t.pool.query<{ worker: string }>(
+    `select worker from "${t.schema}".applied where event_id = $1`,
+    [id],
+  );
+  return rows.map((r) => r.worker);
+}
+
+test("a worker process killed with SIGKILL mid-transaction → the event is applied exactly once within 60 s by another worker", async () => {
+  await claimTestEvent(t.pool, t.ledger, { source: "kill", id: "k_1" });
+  const child = spawnWorker("hang");
+  await child.inHandler("k_1");
+  child.child.kill("SIGKILL");
+  assert.deepEqual(await child.exited, { code: null, signal: "SIGKILL" });
+  const killedAt = Date.now();
+
+  const pool = createPool({ connectionString: t.url, role: "work", max: 3 });
+  const worker = startWorker({
+    pool,
+    connectionString: t.url,
+    ledger: t.ledger,
+    handlers: new Handlers().on("kill", "*", async (ctx) => {
+      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'survivor')`, [
+        ctx.event.id,
+      ]);
+    }),
+    log: silentLogger(),
+    concurrency: 2,
+    pollIntervalMs: 200,
+  });
+  try {
+    await waitFor("k_1 settled", async () => (await event("k_1"))?.status === "settled", 60_000);
+    assert.ok(Date.now() - killedAt < 60_000);
+  } finally {
+    await worker.stop(10_000);
+    await pool.end();
+  }
+  // The killed transaction's insert was rolled back, and its attempt never counted.
+  assert.deepEqual(await event("k_1"), { status: "settled", outcome: "applied", attempts: 1 });
+  assert.deepEqual(await writes("k_1"), ["survivor"]);
+});
+
+test("a graceful SIGTERM lets the in-flight event finish and the process exits 0", async () => {
+  await claimTestEvent(t.pool, t.ledger, { source: "kill", id: "g_1" });
+  const child = spawnWorker("sleep");
+  await child.inHandler("g_1");
+  child.child.kill("SIGTERM");
+  assert.deepEqual(await child.exited, { code: 0, signal: null });
+  assert.deepEqual(await event("g_1"), { status: "settled", outcome: "applied", attempts: 1 });
+  assert.deepEqual(await writes("g_1"), ["child"]);
+});
