@@ -147,3 +147,30 @@ function freePort(): Promise<number> {
     server.on("error", reject);
   });
 }
+
+test("the README's example hookledger.config.mjs loads, validates and migrates", async () => {
+  const readme = await readFile("README.md", "utf8");
+  const example = readme.match(/```js\n(\/\/ hookledger\.config\.mjs\n[\s\S]*?)```/)?.[1];
+  assert.ok(example, "the README has the example config");
+  // Inside the package, so `import … from "hookledger"` resolves to this package (Node's self-reference).
+  const dir = await mkdtemp(join(process.cwd(), ".readme-config-"));
+  dirs.push(dir);
+  const file = join(dir, "hookledger.config.mjs");
+  await writeFile(file, example);
+  const schema = `cli_${randomBytes(4).toString("hex")}`;
+  schemas.push(schema);
+  const env = {
+    ...process.env,
+    DATABASE_URL: testDatabaseUrl(),
+    HOOKLEDGER_SCHEMA: schema,
+    STRIPE_WEBHOOK_SECRET: "whsec_new",
+    STRIPE_WEBHOOK_SECRET_OLD: "whsec_old",
+    GITHUB_WEBHOOK_SECRET: "gh",
+    BILLING_WEBHOOK_SECRET: `whsec_${Buffer.from("billing-key").toString("base64")}`,
+  };
+  const r = await runCli(["migrate", "--config", file], { env });
+  assert.equal(r.code, 0, r.stderr);
+  const missing = await runCli(["migrate", "--config", file], { env: { ...env, GITHUB_WEBHOOK_SECRET: "" } });
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /sources\[1\]\.secrets\[0\].*GITHUB_WEBHOOK_SECRET/);
+});
