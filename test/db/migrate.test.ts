@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { after, test } from "node:test";
 import { loadMigrations, migrate, migrationsCurrent } from "../../src/db/migrate.js";
 import { createPool } from "../../src/db/pool.js";
+import { runCli } from "../helpers/cli.js";
 import { testDatabaseUrl } from "../helpers/db.js";
 import { dumpSchema } from "../helpers/schema.js";
 
@@ -20,20 +20,9 @@ function newSchema(): string {
   return s;
 }
 
-function runMigrateProcess(schema: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["dist/cli/main.js", "migrate"], {
-      env: { ...process.env, DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: schema },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+function runMigrateProcess(schema: string) {
+  return runCli(["migrate"], {
+    env: { ...process.env, DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: schema },
   });
 }
 

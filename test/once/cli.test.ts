@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { createPool } from "../../src/db/pool.js";
 import { testDatabaseUrl } from "../helpers/db.js";
 import { runCli, startCli } from "../helpers/cli.js";
+import { freePort } from "../helpers/net.js";
 
 const dirs: string[] = [];
 const schemas: string[] = [];
@@ -137,16 +137,6 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
     "the embedded server stopped",
   );
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-    server.on("error", reject);
-  });
-}
 
 test("the README's example hookledger.config.mjs loads, validates and migrates", async () => {
   const readme = await readFile("README.md", "utf8");

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -14,6 +13,7 @@ import { Handlers } from "../../src/worker/handlers.js";
 import { startWorker, type Worker } from "../../src/worker/worker.js";
 import { waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
+import { freePort } from "../helpers/net.js";
 
 const log = silentLogger();
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -23,16 +23,6 @@ after(async () => {
   over = true;
   for (const step of cleanup.reverse()) await step().catch(() => {});
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-    server.on("error", reject);
-  });
-}
 
 test("workers reconnect and everything settles when the database restarts under load", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "hookledger-restart-"));
