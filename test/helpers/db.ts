@@ -42,7 +42,15 @@ export async function freshLedger(): Promise<TestLedger> {
     ledger: ledgerContext(schema),
     pool,
     newPool(role, max) {
-      const p = createPool({ connectionString: url, role, ...(max !== undefined && { max }) });
+      // Generous timeouts: these pools serve tests of behaviour, not of deadlines, on a shared and noisy machine
+      // (the deadline tests build their own pools with the defaults).
+      const p = createPool({
+        connectionString: url,
+        role,
+        connectTimeoutMs: 10_000,
+        statementTimeoutMs: 30_000,
+        ...(max !== undefined && { max }),
+      });
       pools.push(p);
       return p;
     },
