@@ -71,7 +71,8 @@ export function buildEvents(
     });
     const bodyBytes = Buffer.from(body);
     const verified = provider.verify({ body: bodyBytes, headers, secrets: [secret], now });
-    if (!verified.ok) throw new Error(`bench event ${id} does not verify: ${verified.reason}`);
+    if (!verified.ok || !("event" in verified))
+      throw new Error(`bench event ${id} does not verify as an event`);
     return {
       id,
       body,

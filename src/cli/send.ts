@@ -10,6 +10,8 @@ interface Sample {
   readonly id: string;
   readonly body: string;
   readonly headers: Record<string, string>;
+  /** Wait until this event settled before sending the next one. */
+  readonly settleBeforeNext?: boolean;
 }
 
 function stripeSample(label: string, id: string, type: string, created: number, sub: object): Sample {
@@ -82,32 +84,49 @@ export async function sendDemo(
   out: (line: string) => void,
 ) {
   const samples = demoSamples();
-  for (const sample of samples) {
-    const response = await fetch(`${baseUrl}/webhooks/${sample.source}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...sample.headers },
-      body: sample.body,
-    });
-    const answer = await response.text();
-    out(`POST /webhooks/${sample.source}  ${sample.label.padEnd(38)} → ${response.status} ${answer}`);
-  }
-  if (!database) return;
-  const client = new pg.Client({ connectionString: database.url });
-  await client.connect();
-  try {
-    const ids = [...new Set(samples.map((s) => s.id))];
+  const client = database ? new pg.Client({ connectionString: database.url }) : undefined;
+  await client?.connect();
+  const statusOf = async (ids: string[]) =>
+    (
+      await (client as pg.Client).query<{
+        dedupe_key: string;
+        event_type: string;
+        status: string;
+        outcome: string | null;
+      }>(
+        `select dedupe_key, event_type, status, outcome from "${database?.schema}".events
+         where dedupe_key = any($1::text[]) order by received_at`,
+        [ids],
+      )
+    ).rows;
+  const untilSettled = async (ids: string[]) => {
     const deadline = Date.now() + 10_000;
-    let rows: { dedupe_key: string; event_type: string; status: string; outcome: string | null }[] = [];
-    do {
-      rows = (
-        await client.query(
-          `select dedupe_key, event_type, status, outcome from "${database.schema}".events where dedupe_key = any($1::text[]) order by received_at`,
-          [ids],
-        )
-      ).rows;
-      if (rows.every((r) => r.status === "settled") && rows.length === ids.length) break;
-      await new Promise((r) => setTimeout(r, 200));
-    } while (Date.now() < deadline);
+    for (;;) {
+      const rows = await statusOf(ids);
+      if (
+        (rows.length === ids.length && rows.every((r) => r.status === "settled")) ||
+        Date.now() > deadline
+      ) {
+        return rows;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  try {
+    for (const sample of samples) {
+      const response = await fetch(`${baseUrl}/webhooks/${sample.source}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...sample.headers },
+        body: sample.body,
+      });
+      const answer = await response.text();
+      out(`POST /webhooks/${sample.source}  ${sample.label.padEnd(38)} → ${response.status} ${answer}`);
+      // The older update must reach the worker after the newer one was applied, or both may run at once and both
+      // apply (the end state is the same; the demo wants to show the stale skip).
+      if (client && sample.settleBeforeNext) await untilSettled([sample.id]);
+    }
+    if (!client) return;
+    const rows = await untilSettled([...new Set(samples.map((s) => s.id))]);
     out("");
     out("ledger after the worker ran:");
     for (const row of rows) {
@@ -115,13 +134,16 @@ export async function sendDemo(
         `  ${row.dedupe_key.padEnd(40)} ${row.event_type.padEnd(30)} ${row.status}${row.outcome ? ` (${row.outcome})` : ""}`,
       );
     }
-    const sub = await client.query(
+    const sub = await client.query<{
+      subscription_id: string;
+      plan: string;
+      status: string;
+      updated_by_event: string;
+    }>(
       "select subscription_id, plan, status, updated_by_event from hookledger_demo.subscriptions where subscription_id = $1",
       [`sub_${samples[0]?.id.split("_")[1]}`],
     );
-    const row = sub.rows[0] as
-      | { subscription_id: string; plan: string; status: string; updated_by_event: string }
-      | undefined;
+    const row = sub.rows[0];
     if (row) {
       out("");
       out(
@@ -129,6 +151,6 @@ export async function sendDemo(
       );
     }
   } finally {
-    await client.end();
+    await client?.end();
   }
 }

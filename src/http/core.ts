@@ -4,8 +4,10 @@ import type { LedgerContext, Queryable } from "../ledger/context.js";
 import { notifyThrottle } from "../ledger/notify.js";
 import type { Logger } from "../log.js";
 import type { HeaderBag, Provider } from "../providers/types.js";
-import { readCapped } from "./body.js";
+import { admitDelivery } from "./admit.js";
+import { withDeadline } from "./deadline.js";
 import { keptHeaders } from "./headers.js";
+import type { EdgeObserver, SeenCache } from "./observer.js";
 
 /** One configured inbound endpoint, resolved: its provider, its secrets and its limits. */
 export interface Source {
@@ -38,6 +40,10 @@ export interface ReceiverOptions {
    * @defaultValue 50
    */
   readonly wakeupWindowMs?: number;
+  /** Hears every answered delivery (metrics, statistics). */
+  readonly observer?: EdgeObserver;
+  /** Confirmed-duplicate short-circuit: event ids known to be committed, answered without the database. */
+  readonly seen?: SeenCache;
 }
 
 /** One delivery, framework-neutral. */
@@ -56,8 +62,6 @@ export interface Receiver {
   receive(delivery: Delivery): Promise<Answer>;
 }
 
-class DeadlineError extends Error {}
-
 /**
  * Creates the framework-neutral edge of DESIGN.md §2 and §4: size cap, verification over the raw bytes, the
  * claim, and the answer. Nothing is written unless the delivery verified and parsed.
@@ -70,107 +74,106 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const sources = new Map(options.sources.map((s) => [s.name, s]));
   const now = options.now ?? Date.now;
   const deadlineMs = options.claimDeadlineMs ?? 1800;
-  const log = options.log;
+  const { log, seen } = options;
+  const observer = options.observer ?? { delivery: () => {} };
   const wakeups = notifyThrottle(options.db, options.ledger, log, options.wakeupWindowMs);
 
   return {
     async receive(delivery) {
       const started = performance.now();
       const source = sources.get(delivery.source);
-      if (!source) return answerError("unknown_source");
-      if (delivery.method !== "POST") return answerError("method_not_allowed");
-      const encoding = delivery.headers.get("content-encoding");
-      if (encoding && encoding.trim().toLowerCase() !== "identity")
-        return answerError("unsupported_encoding");
-      const declared = delivery.headers.get("content-length");
-      if (declared !== null && Number(declared) > source.maxBodyBytes)
-        return answerError("payload_too_large");
-
-      let read: Awaited<ReturnType<typeof readCapped>>;
-      try {
-        read = await readCapped(delivery.body, source.maxBodyBytes);
-      } catch (error) {
-        log.warn({ source: source.name, err: (error as Error).message }, "request body could not be read");
-        return answerError("malformed", "the request body could not be read");
+      if (!source) {
+        observer.delivery({ source: delivery.source, result: "unknown_source" });
+        return answerError("unknown_source");
       }
-      if (!read.ok) return answerError("payload_too_large");
-
-      const verified = source.provider.verify({
-        body: read.bytes,
-        headers: delivery.headers,
-        secrets: source.secrets,
-        now: now(),
-      });
-      if (!verified.ok) {
-        const fields = { source: source.name, reason: verified.reason };
-        if ("detail" in verified) {
-          log.info({ ...fields, result: "malformed" }, "delivery refused");
-          return answerError("malformed", verified.detail);
-        }
-        log.warn({ ...fields, result: "unauthorized" }, "delivery refused");
-        return answerError("unauthorized");
-      }
-
-      const { event } = verified;
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        const notify = wakeups.claimNotifies();
-        const claim = claimEvent(options.db, options.ledger, {
+      const admitted = await admitDelivery(source, delivery, now(), log);
+      if (!admitted.ok) {
+        observer.delivery({
           source: source.name,
-          event,
-          body: read.bytes,
-          headers: keptHeaders(delivery.headers),
-          secretIndex: verified.secretIndex,
-          arrivedVia: "delivery",
-          notify,
+          result: admitted.result,
+          ...(admitted.reason !== undefined && { reason: admitted.reason }),
         });
-        let late = false;
-        // The ingest session's statement_timeout cancels a claim soon after the deadline; should one commit in
-        // the gap anyway, the provider's retry is a duplicate and the event is still processed once. Either way
-        // the late outcome is logged with the event id.
-        claim.then(
-          (r) =>
-            late &&
-            log.warn(
-              { source: source.name, eventId: r.id, result: r.status },
-              "claim finished after its 503",
-            ),
-          (error: Error) =>
-            late &&
-            log.warn(
-              { source: source.name, eventId: event.dedupeKey, err: error.message },
-              "claim failed after its 503",
-            ),
+        return admitted.answer;
+      }
+      if ("reply" in admitted) {
+        observer.delivery({ source: source.name, result: "handshake" });
+        return admitted.reply;
+      }
+      const { event } = admitted;
+      const fields = { source: source.name, eventId: event.dedupeKey, type: event.type };
+      if (await seenBefore(seen, source.name, event.dedupeKey, log)) {
+        observer.delivery({ source: source.name, result: "duplicate", shortCircuit: true });
+        log.info({ ...fields, result: "duplicate", shortCircuit: true }, "delivery received");
+        return answerJson(200, { status: "duplicate", id: event.dedupeKey });
+      }
+      const notify = wakeups.claimNotifies();
+      const claimStarted = performance.now();
+      try {
+        const result = await withDeadline(
+          claimEvent(options.db, options.ledger, {
+            source: source.name,
+            event,
+            body: admitted.bytes,
+            headers: keptHeaders(delivery.headers),
+            secretIndex: admitted.secretIndex,
+            arrivedVia: "delivery",
+            notify,
+          }),
+          deadlineMs,
+          // The ingest session's statement_timeout cancels a claim soon after the deadline; should one commit in
+          // the gap anyway, the provider's retry is a duplicate and the event is still processed once.
+          (late) => log.warn({ ...fields, late }, "claim finished after its 503"),
         );
-        const deadline = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            late = true;
-            reject(new DeadlineError(`claim took over ${deadlineMs} ms`));
-          }, deadlineMs);
-        });
-        const result = await Promise.race([claim, deadline]);
         if (!notify && result.status === "accepted") wakeups.committedQuietly();
+        seen?.add(source.name, result.id);
+        const bodyMismatch = result.status === "duplicate" && result.bodyMismatch;
+        observer.delivery({
+          source: source.name,
+          result: result.status,
+          claimSeconds: (performance.now() - claimStarted) / 1000,
+          ...(bodyMismatch && { bodyMismatch }),
+        });
+        if (bodyMismatch) {
+          log.warn(
+            { ...fields, result: "duplicate" },
+            "duplicate delivery with a different body than the first",
+          );
+        }
         log.info(
           {
-            source: source.name,
+            ...fields,
             eventId: result.id,
-            type: event.type,
             result: result.status,
-            secretIndex: verified.secretIndex,
+            secretIndex: admitted.secretIndex,
             durationMs: Math.round(performance.now() - started),
           },
           "delivery received",
         );
-        return answerJson(200, result);
+        return answerJson(200, { status: result.status, id: result.id });
       } catch (error) {
+        observer.delivery({ source: source.name, result: "unavailable" });
         log.error(
-          { source: source.name, eventId: event.dedupeKey, type: event.type, err: (error as Error).message },
+          { ...fields, err: (error as Error).message },
           "claim failed; answering 503 so the provider retries",
         );
         return answerError("unavailable");
-      } finally {
-        clearTimeout(timer);
       }
     },
   };
+}
+
+async function seenBefore(
+  seen: SeenCache | undefined,
+  source: string,
+  key: string,
+  log: Logger,
+): Promise<boolean> {
+  if (!seen) return false;
+  try {
+    return await seen.has(source, key);
+  } catch (error) {
+    // The cache only short-circuits answers Postgres already gave; when it fails, Postgres answers.
+    log.warn({ source, eventId: key, err: (error as Error).message }, "duplicate cache unavailable");
+    return false;
+  }
 }

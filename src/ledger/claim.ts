@@ -23,7 +23,14 @@ export interface ClaimInput {
 }
 
 /** The answer of a claim: the first delivery wins, every other one is a duplicate. */
-export type ClaimResult = { readonly status: "accepted" | "duplicate"; readonly id: string };
+export type ClaimResult =
+  | { readonly status: "accepted"; readonly id: string }
+  | {
+      readonly status: "duplicate";
+      readonly id: string;
+      /** The body differs from the first delivery's (recorded in `duplicates.body_mismatches`). */
+      readonly bodyMismatch: boolean;
+    };
 
 /**
  * Claims an event: one atomic `insert … on conflict do nothing returning`, with a NOTIFY in the same implicit
@@ -64,11 +71,12 @@ export async function claimEvent(
       ],
     });
     if (inserted.rows[0]) return { status: "accepted", id: inserted.rows[0].dedupe_key };
-    const existing = await db.query<{ dedupe_key: string }>({
+    const existing = await db.query<{ dedupe_key: string; mismatch: boolean }>({
       ...duplicateSql(ledger),
       values: [input.source, event.dedupeKey, sha256, event.dedupeOnBodyHash],
     });
-    if (existing.rows[0]) return { status: "duplicate", id: existing.rows[0].dedupe_key };
+    const found = existing.rows[0];
+    if (found) return { status: "duplicate", id: found.dedupe_key, bodyMismatch: found.mismatch };
   }
   throw new Error(`claim of ${input.source}/${event.dedupeKey} conflicted with a row that no longer exists`);
 }
@@ -93,17 +101,20 @@ const claimQuietSql = statement("claim-quiet", insertSql);
 const duplicateSql = statement(
   "duplicate",
   (s) => `with existing as (
-  (select dedupe_key from ${s}.events where source = $1::text and dedupe_key = $2::text)
+  (select dedupe_key, body_sha256 <> $3::bytea as mismatch from ${s}.events
+    where source = $1::text and dedupe_key = $2::text)
   union all
-  (select dedupe_key from ${s}.events
+  (select dedupe_key, false from ${s}.events
     where $4::boolean and source = $1::text and body_sha256 = $3::bytea and dedupe_on_body)
   limit 1
+), counted as (
+  insert into ${s}.duplicates as d (source, dedupe_key, count, body_mismatches)
+  select $1::text, dedupe_key, 1, mismatch::int from existing
+  on conflict (source, dedupe_key) do update
+    set count = d.count + 1, body_mismatches = d.body_mismatches + excluded.body_mismatches, last_seen_at = now()
+  returning dedupe_key
 )
-insert into ${s}.duplicates (source, dedupe_key, count)
-select $1::text, dedupe_key, 1 from existing
-on conflict (source, dedupe_key) do update
-  set count = duplicates.count + 1, last_seen_at = now()
-returning dedupe_key`,
+select counted.dedupe_key, existing.mismatch from counted join existing using (dedupe_key)`,
 );
 
 /**

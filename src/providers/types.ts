@@ -77,9 +77,20 @@ export interface VerifyInput {
   readonly now: number;
 }
 
+/**
+ * A verified request that is not an event but a handshake the provider expects an answer to (Slack's
+ * `url_verification`): answered 200 with this body, and nothing is written.
+ */
+export interface ProviderReply {
+  readonly status: 200;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
 /** The outcome of {@link Provider.verify}: a value, never an exception, for every kind of bad input. */
 export type VerifyResult =
   | { readonly ok: true; readonly secretIndex: number; readonly event: ParsedEvent }
+  | { readonly ok: true; readonly secretIndex: number; readonly reply: ProviderReply }
   | { readonly ok: false; readonly reason: VerifyFailureReason }
   | { readonly ok: false; readonly reason: ParseFailureReason; readonly detail: string };
 

@@ -34,11 +34,31 @@ test("claimEvent answers a second claim as a duplicate and counts it", async () 
   assert.deepEqual(await claimTestEvent(ingest, t.ledger, { id: "evt_dup" }), {
     status: "duplicate",
     id: "evt_dup",
+    bodyMismatch: false,
   });
   await claimTestEvent(ingest, t.ledger, { id: "evt_dup" });
   const dup = await t.pool.query(`select count from "${t.schema}".duplicates where dedupe_key = 'evt_dup'`);
   assert.equal(dup.rows[0].count, "2");
   assert.equal((await rows("test", "evt_dup")).length, 1);
+});
+
+test("claimEvent of the same id with a different body answers duplicate and records the mismatch", async () => {
+  const ingest = t.newPool("ingest");
+  await claimTestEvent(ingest, t.ledger, { id: "evt_mismatch", body: '{"id":"evt_mismatch","v":1}' });
+  const same = await claimTestEvent(ingest, t.ledger, {
+    id: "evt_mismatch",
+    body: '{"id":"evt_mismatch","v":1}',
+  });
+  const other = await claimTestEvent(ingest, t.ledger, {
+    id: "evt_mismatch",
+    body: '{"id":"evt_mismatch","v":2}',
+  });
+  assert.deepEqual(same, { status: "duplicate", id: "evt_mismatch", bodyMismatch: false });
+  assert.deepEqual(other, { status: "duplicate", id: "evt_mismatch", bodyMismatch: true });
+  const dup = await t.pool.query(
+    `select count, body_mismatches from "${t.schema}".duplicates where dedupe_key = 'evt_mismatch'`,
+  );
+  assert.deepEqual(dup.rows[0], { count: "2", body_mismatches: "1" });
 });
 
 test("claimEvent keeps the same id apart across sources", async () => {
@@ -102,7 +122,7 @@ test("claimEvent dedupes on the body hash when the id is unsigned, answering wit
     body,
     dedupeOnBodyHash: true,
   });
-  assert.deepEqual(again, { status: "duplicate", id: "guid-1" });
+  assert.deepEqual(again, { status: "duplicate", id: "guid-1", bodyMismatch: false });
   assert.equal((await rows("gh", "guid-2")).length, 0);
 });
 
