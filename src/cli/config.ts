@@ -37,7 +37,12 @@ export async function loadConfig(file: string | undefined): Promise<LoadedConfig
     if (!path) {
       return { config: resolveConfig(demoConfig()), file: undefined, setup: setupDemo };
     }
-    const module = (await import(pathToFileURL(path).href)) as { default?: HookledgerConfig };
+    let module: { default?: HookledgerConfig };
+    try {
+      module = (await import(pathToFileURL(path).href)) as { default?: HookledgerConfig };
+    } catch (error) {
+      throw new CliError(`could not load ${path}: ${(error as Error).message}; fix the file and start again`);
+    }
     if (!module.default) {
       throw new CliError(`${path} has no default export; export default defineConfig({ sources: [...] })`);
     }
