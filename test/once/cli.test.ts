@@ -46,6 +46,16 @@ test("hookledger serve --config with a missing file exits 2 naming the file and 
   noStack(r.stderr);
 });
 
+test("hookledger serve with a config file that does not load exits 1 naming the file", async () => {
+  const dir = await tempDir();
+  const file = join(dir, "hookledger.config.mjs");
+  await writeFile(file, "export default { sources: [\n");
+  const r = await runCli(["serve", "--config", file]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /could not load .*hookledger\.config\.mjs: .*fix the file/);
+  noStack(r.stderr);
+});
+
 test("hookledger serve with an empty secret refuses to start, naming the field and the variable", async () => {
   const dir = await tempDir();
   const file = join(dir, "hookledger.config.mjs");
