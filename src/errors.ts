@@ -13,6 +13,8 @@ export type ErrorCode =
   | "payload_too_large"
   | "unsupported_encoding"
   | "unavailable"
+  | "body_already_parsed"
+  | "in_flight"
   | "internal";
 
 const STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -24,7 +26,11 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   payload_too_large: 413,
   unsupported_encoding: 415,
   internal: 500,
+  // The app's misconfiguration, not the sender's: a 5xx so the provider retries and nothing is lost once it is
+  // fixed; never 2xx (the event would be lost), never 4xx (some providers treat 4xx as final).
+  body_already_parsed: 500,
   unavailable: 503,
+  in_flight: 503,
 };
 
 const MESSAGE: Readonly<Record<ErrorCode, string>> = {
@@ -39,6 +45,8 @@ const MESSAGE: Readonly<Record<ErrorCode, string>> = {
   unsupported_encoding: "Content-Encoding must be identity",
   internal: "",
   unavailable: "the ledger is unavailable; retry later",
+  body_already_parsed: "a body parser consumed the request before hookledger could verify its raw bytes",
+  in_flight: "an earlier delivery of this event is still being processed; retry later",
 };
 
 /** The HTTP status for a code. */
@@ -62,14 +70,19 @@ const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
  * @example
  * answerError("method_not_allowed"); // 405 with Allow: POST
  */
-export function answerError(code: ErrorCode, detail?: string): Answer {
+export function answerError(code: ErrorCode, detail?: string, fix?: string): Answer {
   const status = STATUS[code];
   if (code === "internal") return { status, headers: {}, body: "" };
   const headers: Record<string, string> = { ...JSON_TYPE };
   if (code === "method_not_allowed") headers.allow = "POST";
   // Providers retry a 503; Retry-After tells them how soon is useful.
-  if (code === "unavailable") headers["retry-after"] = "5";
-  const body = { error: code, message: MESSAGE[code], ...(detail !== undefined && { detail }) };
+  if (code === "unavailable" || code === "in_flight") headers["retry-after"] = "5";
+  const body = {
+    error: code,
+    message: MESSAGE[code],
+    ...(detail !== undefined && { detail }),
+    ...(fix !== undefined && { fix }),
+  };
   return { status, headers, body: JSON.stringify(body) };
 }
 

@@ -1,13 +1,19 @@
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
+import { layeredSeenCache } from "./cache/layered.js";
+import { memorySeenCache } from "./cache/memory.js";
+import { redisSeenCache } from "./cache/redis.js";
 import type { ResolvedConfig } from "./config/validate.js";
 import { startEmbeddedPostgres, writeConnectionFile } from "./db/embedded.js";
 import { migrate } from "./db/migrate.js";
 import { createPool, type Pool } from "./db/pool.js";
 import { createReceiver } from "./http/core.js";
 import { createNodeHandler } from "./http/node.js";
+import type { SeenCache } from "./http/observer.js";
+import { createOpsHandler, withOps } from "./http/ops.js";
 import { ledgerContext } from "./ledger/context.js";
 import type { Logger } from "./log.js";
+import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { startWorker, type Worker } from "./worker/worker.js";
 
 /** Options of {@link startService}. */
@@ -21,6 +27,15 @@ export interface ServiceOptions {
   readonly workDir?: string;
   /** Runs once after the migrations, before anything is served (demo tables, for instance). */
   readonly setup?: (pool: Pool) => Promise<void>;
+  /**
+   * Redis for the shared confirmed-duplicate cache (an in-process one is always used). Redis being down or flushed
+   * never changes an answer; it only sends more duplicates to Postgres.
+   * @defaultValue process.env.REDIS_URL; unset: no Redis
+   * @example "redis://127.0.0.1:6379/0"
+   */
+  readonly redisUrl?: string;
+  /** The metrics served on `/metrics` and fed by the receiver and the worker. @defaultValue createMetrics() */
+  readonly metrics?: Metrics;
 }
 
 /** A running receiver and/or worker. */
@@ -28,13 +43,16 @@ export interface Service {
   /** `http://host:port` when serving. */
   readonly url: string | undefined;
   readonly connectionString: string;
+  /** The metrics served on `GET /metrics` (also fed when only the worker runs). */
+  readonly metrics: Metrics;
   /** Stops accepting, lets in-flight deliveries and events finish (up to the grace period), closes everything. */
   stop(): Promise<void>;
 }
 
 /**
  * Starts the service: the database (embedded when no URL is configured), migrations, the HTTP receiver and the
- * worker, as configured.
+ * worker, as configured. The HTTP server also answers `GET /metrics`, `/healthz` and `/readyz` (see
+ * `createOpsHandler`).
  *
  * @example
  * const service = await startService(resolveConfig(config), { log, serve: true, work: true });
@@ -67,6 +85,8 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
     const applied = await migrate(admin, config.schema);
     if (applied.length > 0) log.info({ applied, schema: config.schema }, "migrations applied");
     await options.setup?.(admin);
+    const metrics = options.metrics ?? createMetrics();
+    metrics.trackBacklog({ db: admin, ledger, log });
 
     let worker: Worker | undefined;
     if (options.work) {
@@ -86,6 +106,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         pollIntervalMs: config.worker.pollIntervalMs,
         handlerTimeoutMs: config.worker.handlerTimeoutMs,
         retry: config.worker.retry,
+        onAttempt: metrics.onAttempt,
       });
       const running = worker;
       closers.push(() => running.stop(config.worker.shutdownGraceMs));
@@ -95,8 +116,18 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
     if (options.serve) {
       const ingest = createPool({ connectionString, role: "ingest" });
       closers.push(() => ingest.end());
-      const receiver = createReceiver({ sources: config.sources, db: ingest, ledger, log });
-      const server = createServer(createNodeHandler(receiver));
+      const seen = await seenCache(admin, config.schema, options.redisUrl ?? process.env.REDIS_URL, log);
+      closers.push(() => seen.close());
+      const receiver = createReceiver({
+        sources: config.sources,
+        db: ingest,
+        ledger,
+        log,
+        observer: metrics.observer,
+        seen,
+      });
+      const ops = createOpsHandler({ metrics, db: admin, ledger, log });
+      const server = createServer(withOps(ops, createNodeHandler(receiver)));
       // Slow senders cannot hold sockets open forever (providers send whole bodies within seconds).
       server.requestTimeout = 30_000;
       server.headersTimeout = 10_000;
@@ -106,11 +137,35 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       const port = typeof address === "object" && address ? address.port : config.port;
       url = `http://${config.host}:${port}`;
     }
-    return { url, connectionString, stop: stopAll };
+    return { url, connectionString, metrics, stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;
   }
+}
+
+// Memory always; Redis too when configured, its keys tied to this schema's oid (a ledger created again under the
+// same name never inherits the old one's ids). Redis connects in the background: the service never waits for it.
+async function seenCache(
+  admin: Pool,
+  schema: string,
+  redisUrl: string | undefined,
+  log: Logger,
+): Promise<SeenCache & { close(): Promise<void> }> {
+  const memory = memorySeenCache();
+  if (!redisUrl) return layeredSeenCache(memory);
+  const { rows } = await admin.query<{ oid: string }>(
+    "select oid::text as oid from pg_namespace where nspname = $1::text",
+    [schema],
+  );
+  const redis = redisSeenCache({
+    url: redisUrl,
+    schema,
+    ...(rows[0] && { ledgerId: rows[0].oid }),
+    log,
+  });
+  redis.connect().catch(() => {});
+  return layeredSeenCache(memory, redis);
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -9,6 +9,7 @@ import { startService } from "../service.js";
 import { commandDatabaseUrl, loadConfig } from "./config.js";
 import { CliError } from "./errors.js";
 import { sendDemo } from "./send.js";
+import { statsCommand } from "./stats.js";
 import { join } from "node:path";
 
 const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
@@ -20,11 +21,15 @@ Commands:
   worker    run only the worker (any number of them may share one database)
   migrate   apply the ledger's migrations and exit
   send      sign and post the demo's sample events to a running service
+  stats     deliveries, duplicate rate, would-skip (shadow mode) and refusals per source
 
 Options:
   --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)
   --no-worker     serve: receive only, run workers elsewhere
   --url URL       send: the service's base URL (default: http://127.0.0.1:3000)
+  --since DUR     stats: the window, e.g. 90m, 24h, 7d (default: 24h)
+  --source NAME   stats: one source only
+  --json          stats: print JSON instead of a table
   -h, --help      show this help
   -v, --version   print the version
 
@@ -33,6 +38,7 @@ Examples:
   DATABASE_URL=postgres://… hookledger serve --config ./hookledger.config.mjs
   hookledger worker --config ./hookledger.config.mjs
   hookledger send --url http://127.0.0.1:3000
+  hookledger stats --since 24h --source stripe
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -115,9 +121,16 @@ async function main(argv: string[]): Promise<number> {
       );
       return 0;
     }
+    case "stats": {
+      await statsCommand(
+        { config: values.config, since: values.since, source: values.source, json: values.json },
+        (text) => process.stdout.write(text),
+      );
+      return 0;
+    }
     default:
       throw new CliError(
-        `unknown command '${command}'; commands are serve, worker, migrate, send (see --help)`,
+        `unknown command '${command}'; commands are serve, worker, migrate, send, stats (see --help)`,
         2,
       );
   }
@@ -131,6 +144,9 @@ function parse(argv: string[]) {
       config: { type: "string" },
       "no-worker": { type: "boolean" },
       url: { type: "string" },
+      since: { type: "string" },
+      source: { type: "string" },
+      json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
       version: { type: "boolean", short: "v" },
     },

@@ -1,10 +1,19 @@
 import type { AwardeeOptions } from "../providers/awardee.js";
+import type { GenericOptions } from "../providers/generic-options.js";
 import type { RetryPolicy } from "../worker/backoff.js";
 import type { Handlers } from "../worker/handlers.js";
 import type { Configurable } from "./env.js";
 
-/** The providers a source can name. */
-export type ProviderName = "stripe" | "github" | "standard" | "awardee";
+/** The providers a source can name (DESIGN.md §5). */
+export type ProviderName =
+  | "stripe"
+  | "github"
+  | "standard"
+  | "awardee"
+  | "shopify"
+  | "paddle"
+  | "slack"
+  | "generic";
 
 /** One inbound endpoint, `POST /webhooks/{name}`. */
 export interface SourceConfig {
@@ -18,8 +27,10 @@ export interface SourceConfig {
    */
   readonly secrets: readonly Configurable<string>[];
   /**
-   * How far a signed timestamp may lie from now, either way, in seconds (timestamped schemes only).
-   * @defaultValue 300
+   * How far a signed timestamp may lie from now, either way, in seconds (timestamped schemes only: stripe,
+   * standard, paddle, slack, and awardee or generic with a timestamp header).
+   * @defaultValue the provider's documented tolerance: 5 for paddle (Paddle's own), 300 for the others
+   * @example { name: "paddle", provider: "paddle", secrets: [env("PADDLE_WEBHOOK_SECRET")], toleranceSeconds: 30 }
    */
   readonly toleranceSeconds?: number;
   /**
@@ -29,6 +40,13 @@ export interface SourceConfig {
   readonly maxBodyBytes?: number;
   /** Options of the `awardee` provider, whose signature scheme is configurable. */
   readonly awardee?: AwardeeOptions;
+  /**
+   * Options of the `generic` provider (required for it): signature header, algorithm, encoding, id and type.
+   * @example
+   * { name: "acme", provider: "generic", secrets: [env("ACME_WEBHOOK_SECRET")],
+   *   generic: { signatureHeader: "x-acme-signature", algorithm: "sha256", encoding: "hex", idPointer: "/id", typePointer: "/type" } }
+   */
+  readonly generic?: GenericOptions;
 }
 
 /**

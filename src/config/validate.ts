@@ -1,10 +1,10 @@
 import type { Source } from "../http/core.js";
-import type { AwardeeOptions } from "../providers/awardee.js";
 import { createProvider } from "../providers/index.js";
 import { standardSecretKey } from "../providers/standard.js";
 import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";
 import { Handlers } from "../worker/handlers.js";
 import { type Configurable, isEnvRef } from "./env.js";
+import { providerOptionChecks } from "./provider-options.js";
 import type { HookledgerConfig, ProviderName } from "./types.js";
 
 /** A configuration whose every value is checked and resolved. */
@@ -15,6 +15,8 @@ export interface ResolvedConfig {
   readonly host: string;
   readonly port: number;
   readonly sources: readonly Source[];
+  /** Legal but risky choices, each naming the field; the service logs them at start. */
+  readonly warnings: readonly string[];
   readonly handlers: Handlers;
   readonly worker: {
     readonly enabled: boolean;
@@ -34,7 +36,16 @@ export class ConfigError extends Error {
   }
 }
 
-const PROVIDERS: readonly ProviderName[] = ["stripe", "github", "standard", "awardee"];
+const PROVIDERS: readonly ProviderName[] = [
+  "stripe",
+  "github",
+  "standard",
+  "awardee",
+  "shopify",
+  "paddle",
+  "slack",
+  "generic",
+];
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 
 /**
@@ -49,6 +60,7 @@ export function resolveConfig(
   environment: NodeJS.ProcessEnv = process.env,
 ): ResolvedConfig {
   const problems: string[] = [];
+  const warnings: string[] = [];
   const read = <T extends string | number>(value: Configurable<T> | undefined): string | undefined => {
     if (!isEnvRef(value)) return value === undefined ? undefined : String(value);
     const resolved = environment[value.env];
@@ -109,14 +121,22 @@ export function resolveConfig(
         secrets.push(secret);
       }
     }
-    if (source.awardee) problems.push(...awardeeProblems(`${at}.awardee`, source.awardee));
-    const toleranceSeconds = positiveInt(`${at}.toleranceSeconds`, source.toleranceSeconds, 300);
+    const options = providerOptionChecks(at, source);
+    problems.push(...options.problems);
+    warnings.push(...options.warnings);
+    // Unset, each provider applies its own documented window (Paddle 5 s, the others 300 s).
+    const toleranceSeconds =
+      source.toleranceSeconds === undefined
+        ? undefined
+        : positiveInt(`${at}.toleranceSeconds`, source.toleranceSeconds, 300);
     const maxBodyBytes = positiveInt(`${at}.maxBodyBytes`, source.maxBodyBytes, 1_048_576);
+    if (options.problems.length > 0) continue;
     sources.push({
       name: source.name,
       provider: createProvider(source.provider, {
-        toleranceSeconds,
+        ...(toleranceSeconds !== undefined && { toleranceSeconds }),
         ...(source.awardee && { awardee: source.awardee }),
+        ...(source.generic && { generic: source.generic }),
       }),
       secrets,
       maxBodyBytes,
@@ -144,6 +164,7 @@ export function resolveConfig(
     host: read(config.host ?? { env: "HOST" }) ?? "127.0.0.1",
     port: portNumber(read(config.port ?? { env: "PORT" })),
     sources,
+    warnings,
     handlers: config.handlers ?? new Handlers(),
     worker: {
       enabled: worker.enabled ?? true,
@@ -165,25 +186,6 @@ export function resolveConfig(
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return resolved;
-}
-
-const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
-
-function awardeeProblems(at: string, options: AwardeeOptions): string[] {
-  const problems: string[] = [];
-  for (const field of ["signatureHeader", "timestampHeader"] as const) {
-    const value = options[field];
-    if (value !== undefined && !HEADER.test(value)) {
-      problems.push(`${at}.${field}: ${JSON.stringify(value)} is not a valid header name`);
-    }
-  }
-  if (options.algorithm !== undefined && !["sha256", "sha512"].includes(options.algorithm)) {
-    problems.push(`${at}.algorithm: use "sha256" or "sha512", got ${JSON.stringify(options.algorithm)}`);
-  }
-  if (options.encoding !== undefined && !["hex", "base64"].includes(options.encoding)) {
-    problems.push(`${at}.encoding: use "hex" or "base64", got ${JSON.stringify(options.encoding)}`);
-  }
-  return problems;
 }
 
 function envName(source: string): string {

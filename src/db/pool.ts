@@ -29,6 +29,10 @@ export interface CreatePoolOptions {
   readonly connectTimeoutMs?: number;
 }
 
+// Pools made by createPool, whose sessions carry the settings the claim rests on; any other pool (library mode)
+// gets them per claim, in an explicit transaction (ledger/claim.ts).
+const ours = new WeakSet<object>();
+
 /**
  * Creates a pool whose sessions are set for their role. Every role pins `synchronous_commit=on` and READ COMMITTED,
  * which the claim's guarantees rest on (DESIGN.md §3), whatever the server's defaults are.
@@ -63,7 +67,21 @@ export function createPool(options: CreatePoolOptions): Pool {
   });
   // An idle client whose server went away emits 'error' on the pool; without a listener that would crash the process.
   pool.on("error", () => {});
+  ours.add(pool);
   return pool;
+}
+
+/**
+ * Whether `db` is a pool made by {@link createPool}, whose sessions are pinned to READ COMMITTED and
+ * `synchronous_commit=on`. The claim runs in autocommit on such a pool, and in an explicit transaction that sets
+ * both on any other pool (your own `new pg.Pool()`, library mode).
+ *
+ * @example
+ * isHookledgerPool(createPool({ connectionString, role: "ingest" })); // true
+ * isHookledgerPool(new pg.Pool({ connectionString })); // false
+ */
+export function isHookledgerPool(db: unknown): boolean {
+  return typeof db === "object" && db !== null && ours.has(db);
 }
 
 /**

@@ -9,7 +9,7 @@ export type BodyRead = { readonly ok: true; readonly bytes: Uint8Array } | { rea
  * const read = await readCapped(request.body, 1_048_576);
  */
 export async function readCapped(
-  chunks: AsyncIterable<Uint8Array> | null,
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array> | null,
   maxBytes: number,
 ): Promise<BodyRead> {
   if (!chunks) return { ok: true, bytes: new Uint8Array(0) };

@@ -52,14 +52,16 @@ export interface Delivery {
   /** The source name taken from the route. */
   readonly source: string;
   readonly headers: HeaderBag;
-  /** The raw body as it streams in; read once. */
-  readonly body: AsyncIterable<Uint8Array> | null;
+  /** The raw body as it streams in (or bytes a raw parser already kept); read once. */
+  readonly body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> | null;
 }
 
 /** The edge: verify, claim, answer. */
 export interface Receiver {
   /** Answers one delivery; never throws. */
   receive(delivery: Delivery): Promise<Answer>;
+  /** The receiver's logger; adapters log through it. */
+  readonly log: Logger;
 }
 
 /**
@@ -79,6 +81,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const wakeups = notifyThrottle(options.db, options.ledger, log, options.wakeupWindowMs);
 
   return {
+    log,
     async receive(delivery) {
       const started = performance.now();
       const source = sources.get(delivery.source);

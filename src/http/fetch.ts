@@ -1,5 +1,6 @@
-import { answerError } from "../errors.js";
+import { type Answer, answerError } from "../errors.js";
 import type { Receiver } from "./core.js";
+import { bodyParsedAnswer, logBodyParsed, webBodyState, webChunks } from "./parsed-body.js";
 import { sourceFromPath } from "./route.js";
 
 /** Options of {@link createFetchHandler}. */
@@ -24,14 +25,7 @@ export function createFetchHandler(receiver: Receiver, options: FetchHandlerOpti
   return async (request: Request): Promise<Response> => {
     const source = sourceFromPath(new URL(request.url).pathname, basePath);
     const answer =
-      source === undefined
-        ? answerError("not_found")
-        : await receiver.receive({
-            method: request.method,
-            source,
-            headers: request.headers,
-            body: request.body ? chunksOf(request.body) : null,
-          });
+      source === undefined ? answerError("not_found") : await answerFor(receiver, request, source);
     return new Response(answer.body === "" ? null : answer.body, {
       status: answer.status,
       headers: answer.headers,
@@ -39,16 +33,16 @@ export function createFetchHandler(receiver: Receiver, options: FetchHandlerOpti
   };
 }
 
-async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
-    }
-  } finally {
-    // Stopping early (413 at the crossing byte) cancels the rest of the stream instead of buffering it.
-    await reader.cancel().catch(() => {});
+async function answerFor(receiver: Receiver, request: Request, source: string): Promise<Answer> {
+  const state = await webBodyState(request);
+  if (state.kind === "parsed" && request.method === "POST") {
+    logBodyParsed(receiver.log, "fetch", { source, parsedAs: state.parsedAs });
+    return bodyParsedAnswer("fetch");
   }
+  return receiver.receive({
+    method: request.method,
+    source,
+    headers: request.headers,
+    body: request.body ? webChunks(request.body) : null,
+  });
 }

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { answerError } from "../errors.js";
+import { type Answer, answerError } from "../errors.js";
 import type { HeaderBag } from "../providers/types.js";
 import type { Receiver } from "./core.js";
+import { bodyParsedAnswer, logBodyParsed, nodeBodyState } from "./parsed-body.js";
 import { sourceFromPath } from "./route.js";
 
 /** Options of {@link createNodeHandler}. */
@@ -23,17 +24,7 @@ export function createNodeHandler(receiver: Receiver, options: NodeHandlerOption
   const basePath = options.basePath ?? "/webhooks";
   return (req: IncomingMessage, res: ServerResponse): void => {
     const source = sourceFromPath((req.url ?? "/").split("?")[0] ?? "/", basePath);
-    const answering =
-      source === undefined
-        ? Promise.resolve(answerError("not_found"))
-        : receiver.receive({
-            method: req.method ?? "GET",
-            source,
-            headers: nodeHeaders(req),
-            // Without destroyOnReturn an early stop (413) leaves the socket alive to carry the answer; the
-            // `connection: close` below then ends it instead of reading the rest.
-            body: req.iterator({ destroyOnReturn: false }),
-          });
+    const answering = answerFor(receiver, req, source);
     answering.then(
       (answer) => {
         const headers: Record<string, string> = { ...answer.headers };
@@ -45,6 +36,24 @@ export function createNodeHandler(receiver: Receiver, options: NodeHandlerOption
       },
     );
   };
+}
+
+function answerFor(receiver: Receiver, req: IncomingMessage, source: string | undefined): Promise<Answer> {
+  if (source === undefined) return Promise.resolve(answerError("not_found"));
+  // A framework (Next.js pages API, Connect) may have parsed the body before this handler ran.
+  const state = nodeBodyState(req);
+  if (state.kind === "parsed" && req.method === "POST") {
+    logBodyParsed(receiver.log, "node", { source, parsedAs: state.parsedAs });
+    return Promise.resolve(bodyParsedAnswer("node"));
+  }
+  return receiver.receive({
+    method: req.method ?? "GET",
+    source,
+    headers: nodeHeaders(req),
+    // Without destroyOnReturn an early stop (413) leaves the socket alive to carry the answer; the
+    // `connection: close` below then ends it instead of reading the rest.
+    body: state.kind === "raw" ? [state.bytes] : req.iterator({ destroyOnReturn: false }),
+  });
 }
 
 /**

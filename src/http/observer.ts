@@ -9,6 +9,7 @@ export type DeliveryResult =
   | "method_not_allowed"
   | "payload_too_large"
   | "unsupported_encoding"
+  | "body_already_parsed"
   | "unavailable";
 
 /** What the edge knows about one answered delivery, for metrics and statistics. */
@@ -23,6 +24,13 @@ export interface DeliveryReport {
   readonly bodyMismatch?: boolean;
   /** A duplicate answered from the confirmed-duplicate cache, without the database. */
   readonly shortCircuit?: boolean;
+  /** Inline guard, shadow mode: a duplicate the app's handler ran for anyway (enforce mode would have skipped it). */
+  readonly wouldSkip?: boolean;
+  /**
+   * Inline guard: an `accepted` delivery that took over an event whose earlier inline handler failed or whose
+   * process died (a provider's retry, not a new event).
+   */
+  readonly retry?: boolean;
 }
 
 /**

@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import pg from "pg";
+import { isHookledgerPool, type PoolClient } from "../db/pool.js";
 import type { ParsedEvent } from "../providers/types.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
@@ -33,9 +35,11 @@ export type ClaimResult =
     };
 
 /**
- * Claims an event: one atomic `insert … on conflict do nothing returning`, with a NOTIFY in the same implicit
- * transaction (unless `notify` is false). Run it in autocommit on a session pinned to READ COMMITTED and `synchronous_commit=on` (see
- * `createPool`): a duplicate racing an uncommitted claim then waits for it and answers after it commits or aborts.
+ * Claims an event: one atomic `insert … on conflict do nothing returning`, with a NOTIFY in the same transaction
+ * (unless `notify` is false), at READ COMMITTED with `synchronous_commit=on`: a duplicate racing an uncommitted
+ * claim then waits for it and answers after it commits or aborts. On a pool made by `createPool` (whose sessions
+ * pin both) it runs in autocommit; on any other `pg` pool (library mode) in an explicit transaction that sets both.
+ * A client passed as `db` is used as it is: the caller's transaction, the caller's settings.
  *
  * @example
  * const { status, id } = await claimEvent(pool, ledger, { source: "stripe", event, body, headers: {}, secretIndex: 0, arrivedVia: "delivery" });
@@ -45,6 +49,69 @@ export async function claimEvent(
   ledger: LedgerContext,
   input: ClaimInput,
 ): Promise<ClaimResult> {
+  if (isForeignPool(db)) return inClaimTransaction(db, (client) => claimOn(client, ledger, input));
+  return claimOn(db, ledger, input);
+}
+
+/**
+ * Runs a claim with the claim's session guarantees, as {@link claimEvent} does: as it is on a pool made by
+ * `createPool` or on a caller's client, in an explicit READ COMMITTED, synchronous-commit transaction on any other
+ * `pg` pool. Other claims (the inline guard's) share it.
+ *
+ * @example
+ * const claim = await withClaimSession(appPool, (session) => session.query({ ...claimStatement(ledger), values }));
+ */
+export function withClaimSession<T>(db: Queryable, claim: (db: Queryable) => Promise<T>): Promise<T> {
+  return isForeignPool(db) ? inClaimTransaction(db, claim) : claim(db);
+}
+
+/** A `pg` pool (duck-typed: an app may load its own copy of `pg`) that `createPool` did not make. */
+function isForeignPool(db: Queryable): db is Queryable & { connect(): Promise<PoolClient> } {
+  const candidate = db as Partial<pg.Pool>;
+  return (
+    typeof candidate.connect === "function" &&
+    typeof candidate.totalCount === "number" &&
+    !isHookledgerPool(db)
+  );
+}
+
+// The app's sessions may default to SERIALIZABLE (a racing duplicate would fail with a serialization error instead
+// of waiting) or to asynchronous commit (a 200 could precede durability): set both for this transaction only.
+async function inClaimTransaction<T>(
+  pool: { connect(): Promise<PoolClient> },
+  claim: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  // Unheard, a connection lost between statements would crash the process; heard, the next statement fails.
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
+  try {
+    await client.query("begin isolation level read committed; set local synchronous_commit = on");
+    const result = await claim(client);
+    await client.query("commit");
+    return result;
+  } catch (error) {
+    // A statement the server refused leaves the transaction aborted but the connection usable: roll back. Any other
+    // failure (a lost connection, the pool's client-side query_timeout) may leave a statement running, and a
+    // rollback would queue behind it: destroy the connection instead; the server then rolls back by itself.
+    if (broken === undefined && error instanceof pg.DatabaseError) {
+      await client.query("rollback").catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+    } else {
+      broken ??= error as Error;
+    }
+    throw error;
+  } finally {
+    client.off("error", onError);
+    client.release(broken);
+  }
+}
+
+async function claimOn(db: Queryable, ledger: LedgerContext, input: ClaimInput): Promise<ClaimResult> {
   const { event } = input;
   const sha256 = createHash("sha256").update(input.body).digest();
   // The conflicting row can disappear between the two statements only if it is pruned at that instant; the
@@ -52,41 +119,78 @@ export async function claimEvent(
   for (let pass = 0; pass < 3; pass++) {
     const inserted = await db.query<{ dedupe_key: string }>({
       ...(input.notify === false ? claimQuietSql : claimSql)(ledger),
-      values: [
-        input.source,
-        event.dedupeKey,
-        event.type,
-        input.body,
-        sha256,
-        event.dedupeOnBodyHash,
-        payloadJson(event.payload),
-        input.headers,
-        input.secretIndex,
-        event.entity?.type ?? null,
-        event.entity?.id ?? null,
-        event.entity?.version ?? null,
-        event.occurredAt ?? null,
-        input.arrivedVia,
-        ...(input.notify === false ? [] : [ledger.channel]),
-      ],
+      values: [...insertValues(input, sha256), ...(input.notify === false ? [] : [ledger.channel])],
     });
     if (inserted.rows[0]) return { status: "accepted", id: inserted.rows[0].dedupe_key };
-    const existing = await db.query<{ dedupe_key: string; mismatch: boolean }>({
-      ...duplicateSql(ledger),
-      values: [input.source, event.dedupeKey, sha256, event.dedupeOnBodyHash],
-    });
-    const found = existing.rows[0];
-    if (found) return { status: "duplicate", id: found.dedupe_key, bodyMismatch: found.mismatch };
+    const found = await countDuplicate(db, ledger, input, sha256);
+    if (found) return found;
   }
   throw new Error(`claim of ${input.source}/${event.dedupeKey} conflicted with a row that no longer exists`);
 }
 
-const insertSql = (s: string) => `insert into ${s}.events (source, dedupe_key, event_type, body, body_sha256,
-    dedupe_on_body, payload, headers, secret_index, entity_type, entity_id, entity_version, occurred_at, arrived_via)
+/**
+ * The claim's insert (values `$1`–`$14`: {@link insertValues}). With `inline`, the row is claimed by an app's own
+ * route (DESIGN.md §7): status `inline` and its lease, `$15` milliseconds from now, in `next_attempt_at`.
+ *
+ * @example
+ * const sql = insertSql(ledger.s, { inline: true }); // … returning dedupe_key, next_attempt_at
+ */
+export const insertSql = (s: string, options: { inline?: boolean } = {}) => `insert into ${s}.events (source,
+    dedupe_key, event_type, body, body_sha256, dedupe_on_body, payload, headers, secret_index, entity_type, entity_id,
+    entity_version, occurred_at, arrived_via${options.inline ? ", status, next_attempt_at" : ""})
   values ($1::text, $2::text, $3::text, $4::bytea, $5::bytea, $6::boolean, $7::jsonb, $8::jsonb, $9::smallint,
-    $10::text, $11::text, $12::numeric, $13::timestamptz, $14::text)
+    $10::text, $11::text, $12::numeric, $13::timestamptz, $14::text${
+      options.inline ? ", 'inline', now() + $15::int * interval '1 millisecond'" : ""
+    })
   on conflict do nothing
-  returning dedupe_key`;
+  returning dedupe_key${options.inline ? ", next_attempt_at" : ""}`;
+
+/**
+ * The values `$1`–`$14` of {@link insertSql} for one delivery.
+ *
+ * @example
+ * const values = [...insertValues(input, sha256), leaseMs];
+ */
+export function insertValues(input: Omit<ClaimInput, "notify">, sha256: Uint8Array): unknown[] {
+  const { event } = input;
+  return [
+    input.source,
+    event.dedupeKey,
+    event.type,
+    input.body,
+    sha256,
+    event.dedupeOnBodyHash,
+    payloadJson(event.payload),
+    input.headers,
+    input.secretIndex,
+    event.entity?.type ?? null,
+    event.entity?.id ?? null,
+    event.entity?.version ?? null,
+    event.occurredAt ?? null,
+    input.arrivedVia,
+  ];
+}
+
+/**
+ * After a claim conflicted: finds the row that holds the event (by dedupe key, or by body hash where the key is
+ * unsigned) and counts this delivery in `duplicates`. `undefined` when that row no longer exists (pruned).
+ *
+ * @example
+ * const duplicate = await countDuplicate(pool, ledger, input, sha256);
+ */
+export async function countDuplicate(
+  db: Queryable,
+  ledger: LedgerContext,
+  input: Pick<ClaimInput, "source" | "event">,
+  sha256: Uint8Array,
+): Promise<Extract<ClaimResult, { status: "duplicate" }> | undefined> {
+  const existing = await db.query<{ dedupe_key: string; mismatch: boolean }>({
+    ...duplicateSql(ledger),
+    values: [input.source, input.event.dedupeKey, sha256, input.event.dedupeOnBodyHash],
+  });
+  const found = existing.rows[0];
+  return found && { status: "duplicate", id: found.dedupe_key, bodyMismatch: found.mismatch };
+}
 
 // No conflict target: both the primary key and the body-hash index (GitHub) count as "already claimed".
 const claimSql = statement(
@@ -95,7 +199,7 @@ const claimSql = statement(
 select dedupe_key, pg_notify($15::text, '') from inserted`,
 );
 
-const claimQuietSql = statement("claim-quiet", insertSql);
+const claimQuietSql = statement("claim-quiet", (s) => insertSql(s));
 
 // A plain read: it never waits on the row lock a worker holds while the event's handler runs.
 const duplicateSql = statement(

@@ -19,6 +19,24 @@ export interface AttemptDeps {
   readonly log: Logger;
   /** Aborted when the worker gives up on its running events (`stop()` past its grace): they roll back, unrecorded. */
   readonly signal?: AbortSignal;
+  /** Hears how each attempt ended (metrics); it must not throw or block. */
+  readonly onAttempt?: (report: AttemptReport) => void;
+}
+
+/**
+ * How one attempt ended: `settled` (with its outcome), `failed` (due again later), `dead` (attempts exhausted),
+ * `abandoned` (the worker stopped first; due again, not counted) or `missing` (the row moved on meanwhile).
+ *
+ * @example
+ * startWorker({ ...options, onAttempt: (r) => r.result === "dead" && alert(`${r.source} ${r.type} is dead`) });
+ */
+export interface AttemptReport {
+  readonly source: string;
+  readonly type: string;
+  readonly result: "settled" | "failed" | "dead" | "abandoned" | "missing";
+  readonly outcome?: Outcome;
+  /** From the pick to the end of the attempt. */
+  readonly seconds: number;
 }
 
 /**
@@ -80,6 +98,7 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
         logFields(picked, started, { result: "settled", outcome: result.outcome }),
         "event settled",
       );
+      reportAttempt(deps, picked, started, "settled", result.outcome);
       return true;
     }
     if (result.cut) {
@@ -93,6 +112,7 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
           logFields(picked, started, { result: "abandoned" }),
           "worker stopped while the handler ran; the event rolled back and will be picked again",
         );
+        reportAttempt(deps, picked, started, "abandoned");
         return true;
       }
       const status = await recordFailure(deps, deps.pool, picked, result.error);
@@ -100,6 +120,7 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
         logFields(picked, started, { result: status, err: result.error.message }),
         "handler timed out",
       );
+      reportAttempt(deps, picked, started, status);
       return true;
     }
     await failInTransaction(deps, client, picked, started, result.error, "handler failed");
@@ -125,6 +146,27 @@ async function failInTransaction(
   const status = await recordFailure(deps, client, picked, error);
   await client.query("commit");
   deps.log.warn(logFields(picked, started, { result: status, err: error.message }), message);
+  reportAttempt(deps, picked, started, status);
+}
+
+function reportAttempt(
+  deps: AttemptDeps,
+  picked: PickedEvent,
+  started: number,
+  result: AttemptReport["result"],
+  outcome?: Outcome,
+): void {
+  try {
+    deps.onAttempt?.({
+      source: picked.source,
+      type: picked.event_type,
+      result,
+      ...(outcome !== undefined && { outcome }),
+      seconds: (performance.now() - started) / 1000,
+    });
+  } catch (error) {
+    deps.log.warn({ eventId: picked.dedupe_key, err: (error as Error).message }, "onAttempt threw");
+  }
 }
 
 // Destroying the socket is enough for a backend that waits for its client (idle in transaction). A backend still
@@ -197,7 +239,7 @@ async function recordFailure(
   db: Pool | PoolClient,
   picked: PickedEvent,
   error: Error,
-): Promise<string> {
+): Promise<"failed" | "dead" | "missing"> {
   const attempt = picked.attempts + 1;
   const status = await failEvent(db, deps.ledger, {
     source: picked.source,

@@ -1,7 +1,7 @@
 import type { Pool } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
-import { attemptNext } from "./attempt.js";
+import { type AttemptReport, attemptNext } from "./attempt.js";
 import { defaultRetryPolicy, type RetryPolicy } from "./backoff.js";
 import type { Handlers } from "./handlers.js";
 import { listenForClaims } from "./wake.js";
@@ -32,6 +32,12 @@ export interface WorkerOptions {
    * @defaultValue 30000
    */
   readonly handlerTimeoutMs?: number;
+  /**
+   * Hears how each attempt ended (metrics); it must not throw or block.
+   * @example
+   * startWorker({ ...options, onAttempt: metrics.onAttempt });
+   */
+  readonly onAttempt?: (report: AttemptReport) => void;
 }
 
 /** A running worker. */
@@ -69,6 +75,7 @@ export function startWorker(options: WorkerOptions): Worker {
     retry,
     handlerTimeoutMs: options.handlerTimeoutMs ?? 30_000,
     log: options.log,
+    ...(options.onAttempt && { onAttempt: options.onAttempt }),
   };
   let stopping = false;
 

@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { test } from "node:test";
 import { env } from "../../src/config/env.js";
 import type { HookledgerConfig } from "../../src/config/types.js";
 import { ConfigError, resolveConfig } from "../../src/config/validate.js";
+import type { GenericOptions } from "../../src/providers/generic.js";
 
 function problemsOf(config: HookledgerConfig, environment: NodeJS.ProcessEnv = {}): readonly string[] {
   try {
@@ -92,4 +94,166 @@ test("resolveConfig resolves environment references and applies defaults", () =>
   assert.equal(config.schema, "ledger2");
   assert.equal(config.worker.retry.maxAttempts, 10);
   assert.equal(config.embeddedPort, 54329);
+});
+
+const paddleHeader = (secret: string, ts: number, body: string) =>
+  `ts=${ts};h1=${createHmac("sha256", secret).update(`${ts}:${body}`).digest("hex")}`;
+
+function verifyPaddle(config: ReturnType<typeof resolveConfig>, ageSeconds: number) {
+  const body = JSON.stringify({ event_id: "evt_1", event_type: "transaction.paid" });
+  const now = Date.UTC(2026, 0, 1);
+  const source = config.sources[0];
+  assert.ok(source);
+  const headers = new Headers({
+    "paddle-signature": paddleHeader("pdl_secret", now / 1000 - ageSeconds, body),
+  });
+  return source.provider.verify({
+    body: new TextEncoder().encode(body),
+    headers,
+    secrets: source.secrets,
+    now,
+  });
+}
+
+test("resolveConfig gives paddle its own 5 s window by default and honours toleranceSeconds", () => {
+  const paddle = { name: "paddle", provider: "paddle", secrets: ["pdl_secret"] } as const;
+  const byDefault = resolveConfig({ sources: [paddle] }, {});
+  assert.equal(verifyPaddle(byDefault, 5).ok, true);
+  assert.equal(verifyPaddle(byDefault, 6).ok, false);
+  const wider = resolveConfig({ sources: [{ ...paddle, toleranceSeconds: 60 }] }, {});
+  assert.equal(verifyPaddle(wider, 59).ok, true);
+});
+
+test("resolveConfig keeps 300 s for stripe when toleranceSeconds is unset", () => {
+  const config = resolveConfig({ sources: [{ name: "s", provider: "stripe", secrets: ["whsec_x"] }] }, {});
+  const body = JSON.stringify({ id: "evt_1", type: "ping" });
+  const now = Date.UTC(2026, 0, 1);
+  const at = (age: number) => {
+    const t = now / 1000 - age;
+    const v1 = createHmac("sha256", "whsec_x").update(`${t}.${body}`).digest("hex");
+    const headers = new Headers({ "stripe-signature": `t=${t},v1=${v1}` });
+    const source = config.sources[0];
+    assert.ok(source);
+    return source.provider.verify({
+      body: new TextEncoder().encode(body),
+      headers,
+      secrets: source.secrets,
+      now,
+    });
+  };
+  assert.equal(at(300).ok, true);
+  assert.equal(at(301).ok, false);
+});
+
+test("resolveConfig accepts shopify, paddle, slack and generic sources and has no warnings for them", () => {
+  const config = resolveConfig(
+    {
+      sources: [
+        { name: "shop", provider: "shopify", secrets: ["a"] },
+        { name: "paddle", provider: "paddle", secrets: ["b"] },
+        { name: "slack", provider: "slack", secrets: ["c"] },
+        {
+          name: "acme",
+          provider: "generic",
+          secrets: ["d"],
+          generic: {
+            signatureHeader: "x-sig",
+            algorithm: "sha256",
+            encoding: "hex",
+            idPointer: "/id",
+            typePointer: "/type",
+          },
+        },
+      ],
+    },
+    {},
+  );
+  assert.deepEqual(
+    config.sources.map((s) => s.provider.name),
+    ["shopify", "paddle", "slack", "generic"],
+  );
+  assert.deepEqual(config.warnings, []);
+});
+
+test("resolveConfig refuses a generic source without options, and generic options on another provider", () => {
+  const problems = problemsOf({
+    sources: [
+      { name: "acme", provider: "generic", secrets: ["s"] },
+      { name: "shop", provider: "shopify", secrets: ["s"], generic: GENERIC },
+    ],
+  });
+  assert.equal(problems.length, 2, problems.join("\n"));
+  assert.match(problems[0] ?? "", /^sources\[0\]\.generic: the generic provider needs its options, e\.g\./);
+  assert.match(problems[1] ?? "", /^sources\[1\]\.generic: only a source with provider "generic"/);
+});
+
+const GENERIC: GenericOptions = {
+  signatureHeader: "x-sig",
+  algorithm: "sha256",
+  encoding: "hex",
+  idPointer: "/id",
+  typePointer: "/type",
+};
+
+const genericProblems = (generic: Partial<GenericOptions> & Record<string, unknown>) =>
+  problemsOf({
+    sources: [{ name: "acme", provider: "generic", secrets: ["s"], generic: generic as GenericOptions }],
+  });
+
+test("resolveConfig names each unusable generic option and its fix", () => {
+  const { idPointer: _, ...noIdStrategy } = GENERIC;
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ ...GENERIC, signatureHeader: "bad header" }, /\.generic\.signatureHeader: set a header name/],
+    [{ ...GENERIC, algorithm: "md5" }, /\.generic\.algorithm: use "sha256" or "sha512"/],
+    [{ ...GENERIC, encoding: "base32" }, /\.generic\.encoding: use "hex" or "base64"/],
+    [{ ...GENERIC, idPointer: "id" }, /\.generic\.idPointer: use a JSON pointer such as "\/data\/id"/],
+    [{ ...GENERIC, idHeader: "x-id" }, /\.generic: configure exactly one id strategy/],
+    [noIdStrategy, /\.generic: configure exactly one id strategy/],
+    [{ ...GENERIC, typeHeader: "x-type" }, /exactly one of typeHeader or typePointer/],
+    [
+      { ...GENERIC, signedTemplate: "{body}{body}" },
+      /\.generic\.signedTemplate: it must contain \{body\} exactly once/,
+    ],
+    [
+      { ...GENERIC, signedTemplate: "{ts}.{body}" },
+      /\.generic\.signedTemplate: unknown placeholder "\{ts\}"/,
+    ],
+    [{ ...GENERIC, signedTemplate: "{timestamp}.{body}" }, /\{timestamp\} needs timestampHeader/],
+    [{ ...GENERIC, timestampHeader: "x-ts", signedTemplate: "{body}" }, /add \{timestamp\}; an unsigned/],
+    [{ ...GENERIC, toleranceSeconds: 0 }, /\.generic\.toleranceSeconds: expected a positive whole number/],
+    [{ ...noIdStrategy, stableFields: [] }, /\.generic\.stableFields: list at least one JSON pointer/],
+    [
+      { ...GENERIC, entityIdPointer: "/data/id" },
+      /an entity needs entityIdPointer, versionPointer and exactly one/,
+    ],
+    [{ ...GENERIC, idpointer: "/id" }, /\.generic\.idpointer: unknown option; the options are/],
+  ];
+  for (const [options, expected] of cases) {
+    const problems = genericProblems(options);
+    assert.equal(problems.length, 1, `${JSON.stringify(options)}\n${problems.join("\n")}`);
+    assert.match(problems[0] ?? "", expected);
+    assert.match(problems[0] ?? "", /^sources\[0\]\.generic/);
+  }
+});
+
+test("resolveConfig warns, without refusing, when a generic source dedupes by stableFields", () => {
+  const { idPointer: _, ...rest } = GENERIC;
+  const config = resolveConfig(
+    {
+      sources: [
+        {
+          name: "acme",
+          provider: "generic",
+          secrets: ["s"],
+          generic: { ...rest, stableFields: ["/object/id", "/action"] },
+        },
+      ],
+    },
+    {},
+  );
+  assert.equal(config.warnings.length, 1);
+  assert.match(
+    config.warnings[0] ?? "",
+    /^sources\[0\]\.generic\.stableFields: .*\/object\/id, \/action.*idHeader or idPointer/,
+  );
 });

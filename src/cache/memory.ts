@@ -1,0 +1,52 @@
+import type { SeenCache } from "../http/observer.js";
+
+/** Options of {@link memorySeenCache}. */
+export interface MemorySeenCacheOptions {
+  /**
+   * Event ids kept; the least recently used go first. Each costs roughly 150 bytes plus its id.
+   * @defaultValue 100_000
+   */
+  readonly max?: number;
+}
+
+/** A {@link SeenCache} in this process's memory. */
+export interface MemorySeenCache extends SeenCache {
+  /** Ids held now. */
+  readonly size: number;
+}
+
+/**
+ * The in-process confirmed-duplicate cache: a bounded LRU of event ids whose claim committed. A hand-written `Map`
+ * LRU (a `Map` iterates in insertion order, so re-inserting on use keeps the oldest entry first): twenty lines
+ * against a dependency such as `lru-cache`, whose TTLs, sizes and disposers this cache does not need.
+ *
+ * @example
+ * const receiver = createReceiver({ ...options, seen: memorySeenCache({ max: 50_000 }) });
+ */
+export function memorySeenCache(options: MemorySeenCacheOptions = {}): MemorySeenCache {
+  const max = options.max ?? 100_000;
+  if (!Number.isInteger(max) || max < 1) throw new Error(`memorySeenCache: max must be a positive integer`);
+  const ids = new Map<string, true>();
+  // Source names cannot hold a NUL; the dedupe key comes last, so any key is unambiguous.
+  const keyOf = (source: string, dedupeKey: string) => `${source}\0${dedupeKey}`;
+  return {
+    get size() {
+      return ids.size;
+    },
+    async has(source, dedupeKey) {
+      const key = keyOf(source, dedupeKey);
+      if (!ids.delete(key)) return false;
+      ids.set(key, true);
+      return true;
+    },
+    add(source, dedupeKey) {
+      const key = keyOf(source, dedupeKey);
+      ids.delete(key);
+      ids.set(key, true);
+      if (ids.size > max) {
+        const oldest = ids.keys().next();
+        if (!oldest.done) ids.delete(oldest.value);
+      }
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { Redis } from "ioredis";
+import type { SeenCache } from "../http/observer.js";
+import type { Logger } from "../log.js";
+
+/** Options of {@link redisSeenCache}. */
+export interface RedisSeenCacheOptions {
+  /** @example "redis://127.0.0.1:6379/0" */
+  readonly url: string;
+  /** The ledger's schema; part of every key, so ledgers sharing one Redis never meet. */
+  readonly schema: string;
+  /**
+   * Tells apart ledgers that share a schema name over time: the service passes the schema's oid, so a ledger
+   * dropped and created again never inherits the old one's keys (which would answer "duplicate" for new events).
+   */
+  readonly ledgerId?: string;
+  /**
+   * How long an id stays known. Providers stop retrying well within it (Stripe: 3 days, Shopify: 48 h, Standard
+   * Webhooks senders: about a day); a later copy is answered by Postgres, correctly, only slower.
+   * @defaultValue 604_800 (7 days)
+   */
+  readonly ttlSeconds?: number;
+  /** @defaultValue "hookledger:seen:" */
+  readonly keyPrefix?: string;
+  /**
+   * A command not answered by then fails (a miss: Postgres answers).
+   * @defaultValue 250
+   */
+  readonly commandTimeoutMs?: number;
+  /** Where losing and regaining the connection is reported (once per change). */
+  readonly log?: Logger;
+}
+
+/** A {@link SeenCache} in Redis, shared by every receiver. */
+export interface RedisSeenCache extends SeenCache {
+  /** The Redis key of an event id. */
+  keyOf(source: string, dedupeKey: string): string;
+  /** Connects now instead of at first use; resolves once ready, rejects when Redis cannot be reached. */
+  connect(): Promise<void>;
+  /** Closes the connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * The shared confirmed-duplicate cache: `SET key 1 EX ttl` after a claim committed, `EXISTS key` before a claim.
+ * Redis is never needed for a correct answer: while it is unreachable (the client connects lazily and reconnects
+ * in the background; commands are never queued offline) every lookup is a miss without waiting, a slow command
+ * fails after `commandTimeoutMs`, and a flushed or evicted key only sends that delivery to Postgres.
+ * Keys: `{keyPrefix}{schema}[@{ledgerId}]:{source, URI-encoded}:{dedupe key}`.
+ *
+ * @example
+ * const seen = redisSeenCache({ url: process.env.REDIS_URL!, schema: "hookledger", log });
+ */
+export function redisSeenCache(options: RedisSeenCacheOptions): RedisSeenCache {
+  const ttlSeconds = options.ttlSeconds ?? 604_800;
+  const prefix = `${options.keyPrefix ?? "hookledger:seen:"}${options.schema}${
+    options.ledgerId === undefined ? "" : `@${options.ledgerId}`
+  }:`;
+  const redis = new Redis(options.url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: options.commandTimeoutMs ?? 250,
+    connectTimeout: 1000,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
+  const where = redactedUrl(options.url);
+  let healthy: boolean | undefined;
+  redis.on("ready", () => {
+    if (healthy !== true) options.log?.info({ redis: where }, "Redis duplicate cache connected");
+    healthy = true;
+  });
+  // Without a listener ioredis prints every reconnection failure; this reports each outage once.
+  redis.on("error", (error: Error) => {
+    if (healthy !== false) {
+      options.log?.warn(
+        { redis: where, err: error.message },
+        "Redis duplicate cache unavailable; Postgres answers every delivery",
+      );
+    }
+    healthy = false;
+  });
+  const ready = () => {
+    if (redis.status === "wait") redis.connect().catch(() => {});
+    return redis.status === "ready";
+  };
+  const keyOf = (source: string, dedupeKey: string) => `${prefix}${encodeURIComponent(source)}:${dedupeKey}`;
+
+  return {
+    keyOf,
+    async has(source, dedupeKey) {
+      if (!ready()) return false;
+      return (await redis.exists(keyOf(source, dedupeKey))) === 1;
+    },
+    add(source, dedupeKey) {
+      if (!ready()) return;
+      redis.set(keyOf(source, dedupeKey), "1", "EX", ttlSeconds).catch((error: Error) => {
+        options.log?.warn(
+          { source, eventId: dedupeKey, err: error.message },
+          "Redis duplicate cache: SET failed",
+        );
+      });
+    },
+    async connect() {
+      if (redis.status === "ready") return;
+      if (redis.status === "wait") {
+        await redis.connect();
+        return;
+      }
+      await new Promise<void>((resolve, reject) => {
+        redis.once("ready", resolve);
+        redis.once("error", reject);
+      });
+    },
+    async close() {
+      if (redis.status === "ready") {
+        await redis.quit().catch(() => redis.disconnect());
+      } else {
+        redis.disconnect();
+      }
+    },
+  };
+}
+
+/** The URL without its password, for logs. */
+function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(unparsable Redis URL)";
+  }
+}

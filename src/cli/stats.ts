@@ -1,0 +1,83 @@
+import { createPool } from "../db/pool.js";
+import { ledgerContext } from "../ledger/context.js";
+import { formatStatsJson, formatStatsTable } from "../stats/format.js";
+import { readDeliveryStats } from "../stats/query.js";
+import { commandDatabaseUrl, loadConfig } from "./config.js";
+import { CliError } from "./errors.js";
+
+/**
+ * Options of `hookledger stats`.
+ *
+ * @example
+ * const options: StatsCommandOptions = { since: "7d", source: "stripe", json: true };
+ */
+export interface StatsCommandOptions {
+  /** `--config FILE`. */
+  readonly config?: string | undefined;
+  /** `--since`: how far back, e.g. `90m`, `24h`, `7d`. @defaultValue "24h" */
+  readonly since?: string | undefined;
+  /** `--source`: one source only. */
+  readonly source?: string | undefined;
+  /** `--json`: machine-readable output. */
+  readonly json?: boolean | undefined;
+}
+
+const UNITS: Readonly<Record<string, number>> = {
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+};
+
+/**
+ * Parses a window length: a whole number and a unit (`s`, `m`, `h`, `d`, `w`). Anything else is a usage error
+ * naming the flag and the expected form.
+ *
+ * @example
+ * parseDuration("90m"); // 5_400_000
+ */
+export function parseDuration(text: string, flag = "--since"): number {
+  const match = /^(\d{1,6})([smhdw])$/.exec(text.trim());
+  const ms = match ? Number(match[1]) * (UNITS[match[2] ?? ""] ?? 0) : 0;
+  if (ms <= 0) {
+    throw new CliError(
+      `${flag} '${text}' is not a duration; give a positive whole number and a unit (s, m, h, d, w), e.g. 90m, 24h or 7d`,
+      2,
+    );
+  }
+  return ms;
+}
+
+/**
+ * `hookledger stats`: per source over the window, deliveries, unique events, duplicates and the duplicate rate,
+ * shadow-mode would-skips, retries, body mismatches and refusals, read from the ledger's `delivery_stats` (so they
+ * outlive restarts and add up across hosts).
+ *
+ * @example
+ * await statsCommand({ since: "24h", source: "stripe" }, (text) => process.stdout.write(text));
+ */
+export async function statsCommand(options: StatsCommandOptions, out: (text: string) => void): Promise<void> {
+  const window = options.since ?? "24h";
+  const windowMs = parseDuration(window);
+  const { config } = await loadConfig(options.config);
+  const url = await commandDatabaseUrl(config);
+  const pool = createPool({ connectionString: url, role: "admin", max: 1 });
+  try {
+    const stats = await readDeliveryStats(pool, ledgerContext(config.schema), {
+      windowMs,
+      ...(options.source !== undefined && { source: options.source }),
+    }).catch((error: Error & { code?: string }) => {
+      // undefined table, column or schema: a ledger that is missing or older than delivery statistics.
+      if (error.code === "42P01" || error.code === "42703" || error.code === "3F000") {
+        throw new CliError(
+          `schema '${config.schema}' has no current ledger (${error.message}); run \`hookledger migrate\` first, or set HOOKLEDGER_SCHEMA to the ledger's schema`,
+        );
+      }
+      throw new CliError(`could not read delivery statistics: ${error.message}; check DATABASE_URL`);
+    });
+    out(options.json ? formatStatsJson(stats, window) : formatStatsTable(stats, window));
+  } finally {
+    await pool.end();
+  }
+}

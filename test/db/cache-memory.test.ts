@@ -1,0 +1,135 @@
+// The in-process confirmed-duplicate cache: a bounded LRU, consulted before the claim and filled only after a
+// claim committed.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { memorySeenCache } from "../../src/cache/memory.js";
+import { createPool, type Pool } from "../../src/db/pool.js";
+import { createReceiver, type ReceiverOptions } from "../../src/http/core.js";
+import type { DeliveryReport } from "../../src/http/observer.js";
+import type { Queryable } from "../../src/ledger/context.js";
+import { silentLogger } from "../../src/log.js";
+import { stripeProvider } from "../../src/providers/stripe.js";
+import { freshLedger, type TestLedger } from "../helpers/db.js";
+import {
+  ledgerCounts,
+  NOW_S,
+  send,
+  serve,
+  STRIPE_CAP,
+  STRIPE_SECRETS,
+  stripeBody,
+  stripeHeaders,
+} from "../helpers/http.js";
+import { freePort } from "../helpers/net.js";
+
+let t: TestLedger;
+let ingest: Pool;
+before(async () => {
+  t = await freshLedger();
+  ingest = t.newPool("ingest");
+});
+after(() => t.drop());
+
+/** A real pool that counts the queries sent through it. */
+function counting(db: Queryable): Queryable & { readonly count: number } {
+  let count = 0;
+  return {
+    get count() {
+      return count;
+    },
+    query: ((...args: Parameters<Queryable["query"]>) => {
+      count++;
+      return db.query(...args);
+    }) as Queryable["query"],
+  };
+}
+
+async function post(options: Partial<ReceiverOptions> & Pick<ReceiverOptions, "db">, id: string) {
+  const server = await serve(
+    createReceiver({
+      sources: [
+        { name: "stripe", provider: stripeProvider(), secrets: STRIPE_SECRETS, maxBodyBytes: STRIPE_CAP },
+      ],
+      ledger: t.ledger,
+      log: silentLogger(),
+      now: () => NOW_S * 1000,
+      ...options,
+    }),
+  );
+  try {
+    const payload = stripeBody(id);
+    const reply = await send(`${server.url}/webhooks/stripe`, {
+      headers: stripeHeaders(payload),
+      body: payload,
+    });
+    return { status: reply.status, body: reply.text === "" ? undefined : JSON.parse(reply.text) };
+  } finally {
+    await server.close();
+  }
+}
+
+test("memorySeenCache keeps at most max ids, dropping the least recently used", async () => {
+  const seen = memorySeenCache({ max: 2 });
+  seen.add("stripe", "evt_1");
+  seen.add("stripe", "evt_2");
+  assert.equal(await seen.has("stripe", "evt_1"), true); // evt_1 is now the most recent
+  seen.add("stripe", "evt_3");
+  assert.equal(seen.size, 2);
+  assert.equal(await seen.has("stripe", "evt_2"), false);
+  assert.equal(await seen.has("stripe", "evt_1"), true);
+  assert.equal(await seen.has("stripe", "evt_3"), true);
+});
+
+test("memorySeenCache keeps sources apart and refuses a max below 1", async () => {
+  const seen = memorySeenCache();
+  seen.add("stripe", "evt_1");
+  assert.equal(await seen.has("stripe-eu", "evt_1"), false);
+  assert.throws(() => memorySeenCache({ max: 0 }), /positive integer/);
+});
+
+test("receiver with memorySeenCache: a committed id's duplicate is answered without a database query", async () => {
+  const seen = memorySeenCache();
+  const reports: DeliveryReport[] = [];
+  const db = counting(ingest);
+  const options = { db, seen, observer: { delivery: (r: DeliveryReport) => reports.push(r) } };
+  assert.deepEqual(await post(options, "evt_mem"), {
+    status: 200,
+    body: { status: "accepted", id: "evt_mem" },
+  });
+  assert.equal(await seen.has("stripe", "evt_mem"), true);
+  const before = db.count;
+  assert.deepEqual(await post(options, "evt_mem"), {
+    status: 200,
+    body: { status: "duplicate", id: "evt_mem" },
+  });
+  assert.equal(db.count, before, "the cached duplicate must not reach the database");
+  assert.equal(reports.at(-1)?.shortCircuit, true);
+  // Not counted in the ledger's duplicates either: the cache answered.
+  assert.deepEqual(await ledgerCounts(t.pool, t.ledger, "evt_mem", "stripe"), { events: 1, duplicates: 0 });
+});
+
+test("receiver with memorySeenCache: a duplicate answered by Postgres enters the cache too", async () => {
+  const seen = memorySeenCache();
+  assert.equal((await post({ db: ingest }, "evt_pg_dup")).body.status, "accepted");
+  assert.equal((await post({ db: ingest, seen }, "evt_pg_dup")).body.status, "duplicate");
+  assert.equal(await seen.has("stripe", "evt_pg_dup"), true);
+});
+
+test("receiver with memorySeenCache: a claim that failed (503) never enters the cache", async () => {
+  const seen = memorySeenCache();
+  const down = createPool({
+    connectionString: `postgres://postgres@127.0.0.1:${await freePort()}/test`,
+    role: "ingest",
+  });
+  try {
+    const refused = await post({ db: down, seen }, "evt_failed_claim");
+    assert.equal(refused.status, 503);
+    assert.equal(seen.size, 0);
+    assert.equal(await seen.has("stripe", "evt_failed_claim"), false);
+    // The provider's retry reaches a working database and is accepted, not short-circuited as a duplicate.
+    const retried = await post({ db: ingest, seen }, "evt_failed_claim");
+    assert.deepEqual(retried.body, { status: "accepted", id: "evt_failed_claim" });
+  } finally {
+    await down.end();
+  }
+});
