@@ -33,13 +33,18 @@ export type { Outcome } from "./ledger/settle.js";
 export { createLogger, type Logger, silentLogger } from "./log.js";
 
 export { type AwardeeOptions, awardeeProvider } from "./providers/awardee.js";
+export { type GenericOptions, genericProvider } from "./providers/generic.js";
 export { githubProvider } from "./providers/github.js";
+export { type PaddleOptions, paddleProvider } from "./providers/paddle.js";
+export { shopifyProvider } from "./providers/shopify.js";
+export { type SlackOptions, slackProvider } from "./providers/slack.js";
 export { standardProvider } from "./providers/standard.js";
 export { type StripeOptions, stripeProvider } from "./providers/stripe.js";
 export type {
   EntityRef,
   HeaderBag,
   ParsedEvent,
+  ProviderReply,
   ParseFailureReason,
   Provider,
   VerifyFailureReason,

@@ -1,6 +1,12 @@
 import type { SeenCache } from "../http/observer.js";
 
-/** A {@link SeenCache} made of others, asked in order. */
+/**
+ * A {@link SeenCache} made of others, asked in order.
+ *
+ * @example
+ * const seen: LayeredSeenCache = layeredSeenCache(memorySeenCache(), redis);
+ * process.on("SIGTERM", () => seen.close());
+ */
 export interface LayeredSeenCache extends SeenCache {
   /** Closes every layer that can be closed (a Redis connection). */
   close(): Promise<void>;

@@ -1,6 +1,11 @@
 import type { SeenCache } from "../http/observer.js";
 
-/** Options of {@link memorySeenCache}. */
+/**
+ * Options of {@link memorySeenCache}.
+ *
+ * @example
+ * memorySeenCache({ max: 50_000 });
+ */
 export interface MemorySeenCacheOptions {
   /**
    * Event ids kept; the least recently used go first. Each costs roughly 150 bytes plus its id.
@@ -9,7 +14,13 @@ export interface MemorySeenCacheOptions {
   readonly max?: number;
 }
 
-/** A {@link SeenCache} in this process's memory. */
+/**
+ * A {@link SeenCache} in this process's memory.
+ *
+ * @example
+ * const seen: MemorySeenCache = memorySeenCache();
+ * seen.size; // ids held now
+ */
 export interface MemorySeenCache extends SeenCache {
   /** Ids held now. */
   readonly size: number;

@@ -2,7 +2,12 @@ import { Redis } from "ioredis";
 import type { SeenCache } from "../http/observer.js";
 import type { Logger } from "../log.js";
 
-/** Options of {@link redisSeenCache}. */
+/**
+ * Options of {@link redisSeenCache}.
+ *
+ * @example
+ * const options: RedisSeenCacheOptions = { url: "redis://cache:6379/0", schema: "hookledger", ttlSeconds: 86_400 };
+ */
 export interface RedisSeenCacheOptions {
   /** @example "redis://127.0.0.1:6379/0" */
   readonly url: string;
@@ -30,7 +35,13 @@ export interface RedisSeenCacheOptions {
   readonly log?: Logger;
 }
 
-/** A {@link SeenCache} in Redis, shared by every receiver. */
+/**
+ * A {@link SeenCache} in Redis, shared by every receiver.
+ *
+ * @example
+ * const redis: RedisSeenCache = redisSeenCache({ url, schema: "hookledger" });
+ * await redis.connect(); // optional: otherwise at the first lookup
+ */
 export interface RedisSeenCache extends SeenCache {
   /** The Redis key of an event id. */
   keyOf(source: string, dedupeKey: string): string;

@@ -107,7 +107,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       if (await seenBefore(seen, source.name, event.dedupeKey, log)) {
         observer.delivery({ source: source.name, result: "duplicate", shortCircuit: true });
         log.info({ ...fields, result: "duplicate", shortCircuit: true }, "delivery received");
-        return answerJson(200, { status: "duplicate", id: event.dedupeKey });
+        return event.acknowledge ?? answerJson(200, { status: "duplicate", id: event.dedupeKey });
       }
       const notify = wakeups.claimNotifies();
       const claimStarted = performance.now();
@@ -152,7 +152,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           },
           "delivery received",
         );
-        return answerJson(200, { status: result.status, id: result.id });
+        return event.acknowledge ?? answerJson(200, { status: result.status, id: result.id });
       } catch (error) {
         observer.delivery({ source: source.name, result: "unavailable" });
         log.error(

@@ -6,7 +6,12 @@ import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../observability/metrics.js";
 
-/** Options of {@link createOpsHandler}. */
+/**
+ * Options of {@link createOpsHandler}.
+ *
+ * @example
+ * const options: OpsOptions = { metrics, db: adminPool, ledger, log, timeoutMs: 1000 };
+ */
 export interface OpsOptions {
   /** Served on `GET /metrics`. */
   readonly metrics: Pick<Metrics, "registry">;
@@ -21,10 +26,25 @@ export interface OpsOptions {
   readonly timeoutMs?: number;
 }
 
-/** Why `/readyz` answered 503. */
+/**
+ * Why `/readyz` answered 503, in its JSON body.
+ *
+ * @example
+ * // 503 {"status":"unavailable","reason":"migrations_pending"}: run `hookledger migrate`
+ */
 export type NotReadyReason = "database_unreachable" | "database_timeout" | "migrations_pending";
 
-/** The operational routes: `/metrics`, `/healthz`, `/readyz` (GET or HEAD). */
+/**
+ * The operational routes: `/metrics`, `/healthz`, `/readyz` (GET or HEAD).
+ *
+ * @example
+ * // A fetch-style runtime:
+ * const path = new URL(request.url).pathname;
+ * if (ops.handles(path)) {
+ *   const { status, headers, body } = await ops.answer(request.method, path);
+ *   return new Response(request.method === "HEAD" ? null : body, { status, headers });
+ * }
+ */
 export interface OpsHandler {
   /** Whether `path` (without its query string) is one of the ops routes. */
   handles(path: string): boolean;

@@ -2,7 +2,12 @@ import type { Pool } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 
-/** The worker's backlog at one instant. */
+/**
+ * The worker's backlog at one instant.
+ *
+ * @example
+ * const { due, oldestDueSeconds }: Backlog = await readBacklog(pool, ledger, 1000);
+ */
 export interface Backlog {
   /** Events due now (pending, or failed and past their retry time). */
   readonly due: number;
@@ -10,7 +15,12 @@ export interface Backlog {
   readonly oldestDueSeconds: number;
 }
 
-/** Options of {@link backlogReader}. */
+/**
+ * Options of {@link backlogReader} (and of `Metrics.trackBacklog`).
+ *
+ * @example
+ * const options: BacklogOptions = { db: adminPool, ledger, timeoutMs: 500, log };
+ */
 export interface BacklogOptions {
   /** A pool of the ledger's database (the service uses its small admin pool). */
   readonly db: Pool;

@@ -3,7 +3,12 @@ import type { EdgeObserver } from "../http/observer.js";
 import type { AttemptReport } from "../worker/attempt.js";
 import { type BacklogOptions, backlogReader } from "./backlog.js";
 
-/** Options of {@link createMetrics}. */
+/**
+ * Options of {@link createMetrics}.
+ *
+ * @example
+ * createMetrics({ registry: appRegistry }); // beside your app's metrics, without a second set of process metrics
+ */
 export interface MetricsOptions {
   /**
    * Where the metrics are registered. Each call of {@link createMetrics} needs a registry of its own (names repeat).
@@ -17,7 +22,13 @@ export interface MetricsOptions {
   readonly processMetrics?: boolean;
 }
 
-/** hookledger's Prometheus metrics: feed them from the edge and the worker, scrape `registry`. */
+/**
+ * hookledger's Prometheus metrics: feed them from the edge and the worker, scrape `registry`.
+ *
+ * @example
+ * const metrics: Metrics = createMetrics();
+ * createReceiver({ ...options, observer: metrics.observer });
+ */
 export interface Metrics {
   readonly registry: Registry;
   /** Pass as the receiver's `observer`. */

@@ -89,8 +89,12 @@ function parseSlackBody(body: Uint8Array, secretIndex: number): VerifyResult {
   if (form?.get("ssl_check") === "1")
     return { ok: true, secretIndex, reply: { status: 200, headers: TEXT, body: "" } };
   const parsed = json ? eventsApi(json) : form ? formBody(form, body) : notSlack();
-  return parsed.ok ? { ok: true, secretIndex, event: parsed.value } : parsed;
+  if (!parsed.ok) return parsed;
+  // Slack shows a slash command's or an interaction's response body to the user: acknowledge with an empty 200.
+  return { ok: true, secretIndex, event: form ? { ...parsed.value, acknowledge: EMPTY_ACK } : parsed.value };
 }
+
+const EMPTY_ACK = { status: 200, headers: {}, body: "" } as const;
 
 function notSlack(): Failure {
   return {

@@ -64,6 +64,11 @@ export interface ParsedEvent {
    * dedupes too, so a captured body re-sent under a new id header is still a duplicate (DESIGN.md §3).
    */
   readonly dedupeOnBodyHash: boolean;
+  /**
+   * The 200 to send instead of `{"status":"accepted"|"duplicate","id":…}`, for providers that show the response
+   * body to a person (Slack slash commands and interactivity display it in the channel).
+   */
+  readonly acknowledge?: ProviderReply;
 }
 
 /** Everything a provider needs to verify one delivery; it never touches the network or the database. */

@@ -120,6 +120,8 @@ test("redisSeenCache: another receiver answers a committed id's duplicate from R
   skip,
 }, async () => {
   const first = cache();
+  // Lazy: until connected, lookups are misses and ids are not recorded (the service connects at start).
+  await first.connect();
   assert.equal((await post({ db: ingest, seen: first }, "evt_shared")).body.status, "accepted");
   await waitFor("the id to reach Redis", async () => (await inRedis("evt_shared")) === 1, 5000);
 

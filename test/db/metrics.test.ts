@@ -6,7 +6,7 @@ import { register as globalRegistry, type Registry } from "prom-client";
 import { memorySeenCache } from "../../src/cache/memory.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { createReceiver, type ReceiverOptions } from "../../src/http/core.js";
-import { createLogger, silentLogger } from "../../src/log.js";
+import { silentLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/observability/metrics.js";
 import { stripeProvider } from "../../src/providers/stripe.js";
 import { Handlers } from "../../src/worker/handlers.js";
@@ -41,7 +41,7 @@ async function sample(registry: Registry, name: string, labels: Record<string, s
   const { values } = await metric.get();
   return values.find(
     (v) =>
-      (v.metricName ?? name) === `${name}${suffix}` &&
+      ((v as { metricName?: string }).metricName ?? name) === `${name}${suffix}` &&
       Object.entries(labels).every(([k, x]) => v.labels[k] === x),
   )?.value;
 }

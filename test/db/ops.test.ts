@@ -1,7 +1,7 @@
 // What operators read: /metrics, /healthz and /readyz (alone and wired into the service), and the structured logs.
 import assert from "node:assert/strict";
 import { createServer as createHttpServer } from "node:http";
-import { createServer as createTcpServer } from "node:net";
+import { createServer as createTcpServer, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { resolveConfig } from "../../src/config/validate.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
@@ -122,12 +122,23 @@ test("/readyz answers 503 within its timeout when the database is down or silent
   assert.equal(JSON.parse(refused.text).reason, "database_unreachable");
 
   // Accepts connections, never answers: only the timeout ends the check.
-  const silent = createTcpServer(() => {}).listen(0, "127.0.0.1");
+  const sockets: Socket[] = [];
+  const silent = createTcpServer((socket) => sockets.push(socket)).listen(0, "127.0.0.1");
   await new Promise((resolve) => silent.once("listening", resolve));
-  closers.push(() => new Promise((resolve) => silent.close(resolve)));
+  closers.push(
+    () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        silent.close(resolve);
+      }),
+  );
   const address = silent.address();
   const port = typeof address === "object" && address ? address.port : 0;
-  const pool = createPool({ connectionString: `postgres://postgres@127.0.0.1:${port}/test`, role: "admin" });
+  const pool = createPool({
+    connectionString: `postgres://postgres@127.0.0.1:${port}/test`,
+    role: "admin",
+    connectTimeoutMs: 500,
+  });
   closers.push(() => pool.end());
   const url = await opsServer(pool, t.ledger, 300);
   const timedOut = await get(`${url}/readyz`);
@@ -168,7 +179,9 @@ test("startService serves /metrics, /healthz, /readyz beside the webhooks; the w
   assert.equal((await get(`${url}/healthz`)).status, 200);
   assert.equal((await get(`${url}/readyz`)).status, 200);
   await waitFor("the attempt to be counted", async () =>
-    /^hookledger_attempts_total\{[^}]*result="settled"[^}]*\} 1$/m.test((await get(`${url}/metrics`)).text),
+    /^hookledger_attempts_total\{[^}]*result="settled"[^}]*\} [1-9]/m.test(
+      (await get(`${url}/metrics`)).text,
+    ),
   );
   const text = (await get(`${url}/metrics`)).text;
   assert.match(text, /^hookledger_deliveries_total\{source="stripe",result="duplicate"\} 1$/m);
@@ -180,14 +193,16 @@ test("startService serves /metrics, /healthz, /readyz beside the webhooks; the w
 });
 
 test("logs carry source, event id, type, result, outcome and durations, never a secret, a signature or a body", async () => {
+  const l = await freshLedger();
+  closers.push(() => l.drop());
   const lines: string[] = [];
   const log = createLogger({ level: "trace", destination: { write: (line: string) => lines.push(line) } });
   const receiver = createReceiver({
     sources: [
       { name: "stripe", provider: stripeProvider(), secrets: STRIPE_SECRETS, maxBodyBytes: STRIPE_CAP },
     ],
-    db: t.newPool("ingest"),
-    ledger: t.ledger,
+    db: l.newPool("ingest"),
+    ledger: l.ledger,
     log,
     now: () => NOW_S * 1000,
   });
@@ -208,9 +223,9 @@ test("logs carry source, event id, type, result, outcome and durations, never a 
   );
 
   const worker = startWorker({
-    pool: t.newPool("work"),
-    connectionString: t.url,
-    ledger: t.ledger,
+    pool: l.newPool("work"),
+    connectionString: l.url,
+    ledger: l.ledger,
     handlers: new Handlers().on("stripe", "customer.subscription.updated", async () => {}),
     log,
     pollIntervalMs: 50,

@@ -116,6 +116,8 @@ test("verify(slack) parses an interactivity payload: trigger_id and payload.type
     type: "block_actions",
     payload: inner,
     dedupeOnBodyHash: false,
+    // Slack shows an interaction's response body to the user: the receiver acknowledges with an empty 200.
+    acknowledge: { status: 200, headers: {}, body: "" },
   });
 });
 

@@ -1,0 +1,8 @@
+// hookledger/express: the Express adapter and inline guard (a separate entry, so apps without Express never load
+// its types).
+export {
+  assertNoBodyParserBefore,
+  createExpressHandler,
+  type ExpressHandlerOptions,
+} from "./http/express.js";
+export { type InlineExpressOptions, inlineGuardExpress } from "./http/inline-express.js";
