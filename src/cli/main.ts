@@ -68,6 +68,7 @@ async function main(argv: string[]): Promise<number> {
     case "serve":
     case "worker": {
       const loaded = await loadConfig(values.config);
+      for (const warning of loaded.config.warnings) log.warn({ config: loaded.file }, warning);
       if (!loaded.file)
         log.info("no hookledger.config.mjs here: serving the demo sources 'stripe' and 'github'");
       const serve = command === "serve";
