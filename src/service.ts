@@ -8,8 +8,9 @@ import { startEmbeddedPostgres, writeConnectionFile } from "./db/embedded.js";
 import { migrate } from "./db/migrate.js";
 import { createPool, type Pool } from "./db/pool.js";
 import { createReceiver } from "./http/core.js";
+import { createStatsObserver } from "./stats/observer.js";
 import { createNodeHandler } from "./http/node.js";
-import type { SeenCache } from "./http/observer.js";
+import { observers, type SeenCache } from "./http/observer.js";
 import { createOpsHandler, withOps } from "./http/ops.js";
 import { ledgerContext } from "./ledger/context.js";
 import type { Logger } from "./log.js";
@@ -118,12 +119,15 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       closers.push(() => ingest.end());
       const seen = await seenCache(admin, config.schema, options.redisUrl ?? process.env.REDIS_URL, log);
       closers.push(() => seen.close());
+      // Closed after the server (closers run in reverse), so the last counts are flushed once no request runs.
+      const stats = createStatsObserver({ db: admin, ledger, log });
+      closers.push(() => stats.close());
       const receiver = createReceiver({
         sources: config.sources,
         db: ingest,
         ledger,
         log,
-        observer: metrics.observer,
+        observer: observers(metrics.observer, stats),
         seen,
       });
       const ops = createOpsHandler({ metrics, db: admin, ledger, log });

@@ -244,7 +244,7 @@ async function recordFailure(
   const status = await failEvent(db, deps.ledger, {
     source: picked.source,
     dedupeKey: picked.dedupe_key,
-    error: error.message.slice(0, 2000),
+    error: describeError(error).slice(0, 2000),
     maxAttempts: deps.retry.maxAttempts,
     retryInMs: retryDelay(deps.retry, attempt),
     attempts: picked.attempts,
@@ -261,4 +261,15 @@ function logFields(picked: PickedEvent, started: number, extra: Record<string, u
     durationMs: Math.round(performance.now() - started),
     ...extra,
   };
+}
+
+/** The message and its causes ("Failed query: begin: could not serialize access …"): wrappers hide the reason. */
+function describeError(error: Error): string {
+  const parts = [error.message];
+  let cause = error.cause;
+  while (cause instanceof Error && parts.length < 4) {
+    parts.push(cause.message);
+    cause = cause.cause;
+  }
+  return parts.join(": ");
 }

@@ -108,7 +108,11 @@ test("enforce: 20 clients deliver one new event at once → the handler runs onc
   await bed.settled("evt_race");
   assert.equal(calls, 1);
   const after = await bed.post(server.url, payload);
-  assert.deepEqual(JSON.parse(after.text), { status: "duplicate", id: "evt_race" }, "settled: now a duplicate");
+  assert.deepEqual(
+    JSON.parse(after.text),
+    { status: "duplicate", id: "evt_race" },
+    "settled: now a duplicate",
+  );
 });
 
 test("a GitHub body re-sent under a new X-GitHub-Delivery is a duplicate of the first delivery (enforce)", async () => {

@@ -16,11 +16,23 @@ import { send, serve, stripeBody, stripeHeaders, testReceiver } from "../helpers
 // Session defaults an app may well have, and under which the claim's guarantees would not hold by themselves.
 const HOSTILE = "-c default_transaction_isolation=serializable -c synchronous_commit=off";
 
+const APP = `library-mode-${process.pid}`;
+
+/** Waits until a session of the app's pools is blocked on a lock (the racing claim really waits). */
+const blockedOnLock = () =>
+  waitFor("the racing claim to wait on the open one", async () => {
+    const { rows } = await t.pool.query(
+      "select 1 from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'",
+      [APP],
+    );
+    return rows.length > 0;
+  });
+
 let t: TestLedger;
 const pools: pg.Pool[] = [];
 /** The app's own pool, as library mode receives it: not made by createPool, hostile session defaults. */
 const appPool = (max = 4) => {
-  const pool = new pg.Pool({ connectionString: t.url, options: HOSTILE, max });
+  const pool = new pg.Pool({ connectionString: t.url, options: HOSTILE, max, application_name: APP });
   pools.push(pool);
   return pool;
 };
@@ -85,7 +97,7 @@ test("claimEvent on the app's pool: a duplicate racing an open claim waits for i
     const second = claimTestEvent(pool, t.ledger, { id: "evt_race_commit" }).finally(() => {
       settled = true;
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await blockedOnLock();
     assert.equal(settled, false, "the racing claim must wait for the open one");
     await first.query("commit");
     assert.deepEqual(await second, { status: "duplicate", id: "evt_race_commit", bodyMismatch: false });
@@ -102,7 +114,8 @@ test("claimEvent on one of the app's sessions used directly (no wrapper) fails t
     await first.query("begin");
     await claimTestEvent(first, t.ledger, { id: "evt_race_control" });
     const second = claimTestEvent(session, t.ledger, { id: "evt_race_control" });
-    await new Promise((r) => setTimeout(r, 200));
+    second.catch(() => {}); // asserted below
+    await blockedOnLock();
     await first.query("commit");
     await assert.rejects(second, { code: "40001" });
   } finally {
@@ -118,7 +131,7 @@ test("claimEvent on the app's pool: a duplicate racing an open claim that rolls 
     await first.query("begin");
     await claimTestEvent(first, t.ledger, { id: "evt_race_rollback" });
     const second = claimTestEvent(pool, t.ledger, { id: "evt_race_rollback" });
-    await new Promise((r) => setTimeout(r, 100));
+    await blockedOnLock();
     await first.query("rollback");
     assert.equal((await second).status, "accepted");
   } finally {
