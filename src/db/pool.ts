@@ -86,12 +86,19 @@ export function isHookledgerPool(db: unknown): boolean {
 
 /**
  * Runs `fn` inside a transaction on a client of `pool`: commits when it resolves, rolls back when it throws, and
- * always releases. A client whose rollback failed is destroyed, never returned to the pool.
+ * always releases. `begin` may set the transaction up in the same round trip (`begin read only; set local …`).
+ * A statement the server refused leaves the connection usable, so it is rolled back; after any other failure (a
+ * lost connection, pg's client-side `query_timeout`) a statement may still be running and a rollback would queue
+ * behind it, so the connection is destroyed instead (the server then rolls back) and never returns to the pool.
  *
  * @example
  * await withTransaction(pool, (tx) => tx.query("update accounts set plan = $1 where id = $2", ["pro", 7]));
  */
-export async function withTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
+export async function withTransaction<T>(
+  pool: { connect(): Promise<PoolClient> },
+  fn: (tx: PoolClient) => Promise<T>,
+  options: { begin?: string } = {},
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A checked-out client's connection lost between statements emits 'error'; unheard, it would crash the process.
@@ -101,21 +108,32 @@ export async function withTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Pro
   };
   client.on("error", onError);
   try {
-    await client.query("begin");
+    await client.query(options.begin ?? "begin");
     const result = await fn(client);
     await client.query("commit");
     return result;
   } catch (error) {
-    try {
-      await client.query("rollback");
-    } catch (rollbackError) {
-      broken = rollbackError as Error;
+    const usable = broken === undefined && (error instanceof pg.DatabaseError || !isClientFailure(error));
+    if (usable) {
+      await client.query("rollback").catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+    } else {
+      broken ??= error as Error;
     }
     throw error;
   } finally {
     client.off("error", onError);
     client.release(broken);
   }
+}
+
+// pg's own failures of the connection, as opposed to an error the server sent or the caller's code threw.
+function isClientFailure(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    /timeout|Connection terminated|not queryable|ECONNRESET|EPIPE/i.test(error.message)
+  );
 }
 
 /** Quotes an identifier (a schema name) for SQL text; parameters cannot carry identifiers. */

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import pg from "pg";
-import { isHookledgerPool, type PoolClient } from "../db/pool.js";
+import type pg from "pg";
+import { isHookledgerPool, type PoolClient, withTransaction } from "../db/pool.js";
 import type { ParsedEvent } from "../providers/types.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
@@ -77,38 +77,13 @@ function isForeignPool(db: Queryable): db is Queryable & { connect(): Promise<Po
 
 // The app's sessions may default to SERIALIZABLE (a racing duplicate would fail with a serialization error instead
 // of waiting) or to asynchronous commit (a 200 could precede durability): set both for this transaction only.
-async function inClaimTransaction<T>(
+function inClaimTransaction<T>(
   pool: { connect(): Promise<PoolClient> },
   claim: (client: PoolClient) => Promise<T>,
 ): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  // Unheard, a connection lost between statements would crash the process; heard, the next statement fails.
-  const onError = (error: Error) => {
-    broken = error;
-  };
-  client.on("error", onError);
-  try {
-    await client.query("begin isolation level read committed; set local synchronous_commit = on");
-    const result = await claim(client);
-    await client.query("commit");
-    return result;
-  } catch (error) {
-    // A statement the server refused leaves the transaction aborted but the connection usable: roll back. Any other
-    // failure (a lost connection, the pool's client-side query_timeout) may leave a statement running, and a
-    // rollback would queue behind it: destroy the connection instead; the server then rolls back by itself.
-    if (broken === undefined && error instanceof pg.DatabaseError) {
-      await client.query("rollback").catch((rollbackError: Error) => {
-        broken = rollbackError;
-      });
-    } else {
-      broken ??= error as Error;
-    }
-    throw error;
-  } finally {
-    client.off("error", onError);
-    client.release(broken);
-  }
+  return withTransaction(pool, claim, {
+    begin: "begin isolation level read committed; set local synchronous_commit = on",
+  });
 }
 
 async function claimOn(db: Queryable, ledger: LedgerContext, input: ClaimInput): Promise<ClaimResult> {

@@ -1,4 +1,4 @@
-import type { Pool } from "../db/pool.js";
+import { type Pool, withTransaction } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 
@@ -49,28 +49,14 @@ where status in ('pending', 'failed') and next_attempt_at <= now()`;
  * const { due, oldestDueSeconds } = await readBacklog(pool, ledger, 1000);
  */
 export async function readBacklog(pool: Pool, ledger: LedgerContext, timeoutMs: number): Promise<Backlog> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  // Unheard, a connection lost between statements would crash the process; heard, the next statement fails.
-  const onError = (error: Error) => {
-    broken = error;
-  };
-  client.on("error", onError);
-  try {
-    await client.query(
-      `begin read only; set local statement_timeout = ${Math.max(1, Math.round(timeoutMs))}`,
-    );
-    const { rows } = await client.query<{ due: string; oldest_due_seconds: number }>(backlogSql(ledger.s));
-    await client.query("commit");
-    return { due: Number(rows[0]?.due ?? 0), oldestDueSeconds: rows[0]?.oldest_due_seconds ?? 0 };
-  } catch (error) {
-    // The transaction is aborted or the connection is gone: it never goes back to the pool.
-    broken ??= error as Error;
-    throw error;
-  } finally {
-    client.off("error", onError);
-    client.release(broken);
-  }
+  return withTransaction(
+    pool,
+    async (client) => {
+      const { rows } = await client.query<{ due: string; oldest_due_seconds: number }>(backlogSql(ledger.s));
+      return { due: Number(rows[0]?.due ?? 0), oldestDueSeconds: rows[0]?.oldest_due_seconds ?? 0 };
+    },
+    { begin: `begin read only; set local statement_timeout = ${Math.max(1, Math.round(timeoutMs))}` },
+  );
 }
 
 /**
