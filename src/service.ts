@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import { join } from "node:path";
 import { layeredSeenCache } from "./cache/layered.js";
 import { memorySeenCache } from "./cache/memory.js";
@@ -37,6 +37,8 @@ export interface ServiceOptions {
   readonly redisUrl?: string;
   /** The metrics served on `/metrics` and fed by the receiver and the worker. @defaultValue createMetrics() */
   readonly metrics?: Metrics;
+  /** Without `serve`: a port for `/metrics`, `/healthz` and `/readyz` alone (0 picks one). */
+  readonly metricsPort?: number;
 }
 
 /** A running receiver and/or worker. */
@@ -113,6 +115,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       closers.push(() => running.stop(config.worker.shutdownGraceMs));
     }
 
+    const ops = createOpsHandler({ metrics, db: admin, ledger, log });
     let url: string | undefined;
     if (options.serve) {
       const ingest = createPool({ connectionString, role: "ingest" });
@@ -130,16 +133,15 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         observer: observers(metrics.observer, stats),
         seen,
       });
-      const ops = createOpsHandler({ metrics, db: admin, ledger, log });
-      const server = createServer(withOps(ops, createNodeHandler(receiver)));
-      // Slow senders cannot hold sockets open forever (providers send whole bodies within seconds).
-      server.requestTimeout = 30_000;
-      server.headersTimeout = 10_000;
-      await listen(server, config.port, config.host);
-      closers.push(() => close(server));
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : config.port;
-      url = `http://${config.host}:${port}`;
+      url = await serveHttp(withOps(ops, createNodeHandler(receiver)), config.port, config.host, closers);
+    } else if (options.metricsPort !== undefined) {
+      // A worker-only process serves just /metrics, /healthz and /readyz.
+      url = await serveHttp(
+        withOps(ops, (_req, res) => res.writeHead(404).end()),
+        options.metricsPort,
+        config.host,
+        closers,
+      );
     }
     return { url, connectionString, metrics, stop: stopAll };
   } catch (error) {
@@ -170,6 +172,22 @@ async function seenCache(
   });
   redis.connect().catch(() => {});
   return layeredSeenCache(memory, redis);
+}
+
+async function serveHttp(
+  handler: RequestListener,
+  port: number,
+  host: string,
+  closers: (() => Promise<void>)[],
+): Promise<string> {
+  const server = createServer(handler);
+  // Slow senders cannot hold sockets open forever (providers send whole bodies within seconds).
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  await listen(server, port, host);
+  closers.push(() => close(server));
+  const address = server.address();
+  return `http://${host}:${typeof address === "object" && address ? address.port : port}`;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

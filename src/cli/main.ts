@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { migrate } from "../db/migrate.js";
 import { startEmbeddedPostgres } from "../db/embedded.js";
@@ -10,7 +11,6 @@ import { commandDatabaseUrl, loadConfig } from "./config.js";
 import { CliError } from "./errors.js";
 import { sendDemo } from "./send.js";
 import { statsCommand } from "./stats.js";
-import { join } from "node:path";
 
 const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
 
@@ -32,6 +32,9 @@ Options:
   --json          stats: print JSON instead of a table
   -h, --help      show this help
   -v, --version   print the version
+
+Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, REDIS_URL, LOG_LEVEL;
+  METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port)
 
 Examples:
   hookledger serve                          # the demo on an embedded Postgres
@@ -72,13 +75,16 @@ async function main(argv: string[]): Promise<number> {
       if (!loaded.file)
         log.info("no hookledger.config.mjs here: serving the demo sources 'stripe' and 'github'");
       const serve = command === "serve";
+      const metricsPort = serve ? undefined : portFromEnv("METRICS_PORT");
       const service = await startService(loaded.config, {
         log,
         serve,
         work: serve ? !values["no-worker"] && loaded.config.worker.enabled : true,
         ...(loaded.setup && { setup: loaded.setup }),
+        ...(metricsPort !== undefined && { metricsPort }),
       });
-      if (service.url) process.stdout.write(`hookledger listening on ${service.url}\n`);
+      if (serve) process.stdout.write(`hookledger listening on ${service.url}\n`);
+      else if (service.url) process.stdout.write(`hookledger worker metrics on ${service.url}/metrics\n`);
       else log.info("worker running");
       await new Promise<void>((resolve) => {
         const shutdown = (signal: string) => {
@@ -135,6 +141,16 @@ async function main(argv: string[]): Promise<number> {
         2,
       );
   }
+}
+
+function portFromEnv(name: string): number | undefined {
+  const value = process.env[name];
+  if (value === undefined || value === "") return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new CliError(`${name}=${value} is not a port; set it to 0-65535, or unset it`, 2);
+  }
+  return port;
 }
 
 function parse(argv: string[]) {

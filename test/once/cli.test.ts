@@ -87,17 +87,21 @@ test("hookledger serve then send: accepted, duplicate, stale, and SIGTERM exits 
   }
 });
 
-test("hookledger serve --no-worker receives and a separate hookledger worker process applies", async () => {
+test("hookledger serve --no-worker receives and a separate hookledger worker process (with METRICS_PORT) applies", async () => {
   const schema = `cli_${randomBytes(4).toString("hex")}`;
   schemas.push(schema);
   const env = { ...process.env, DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: schema, PORT: "0" };
   const serve = startCli(["serve", "--no-worker"], { env });
-  const worker = startCli(["worker"], { env });
+  const worker = startCli(["worker"], { env: { ...env, METRICS_PORT: "0" } });
   try {
     const [, url] = await serve.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m);
+    const [, metricsUrl] = await worker.waitForLine(/^hookledger worker metrics on (http:\/\/\S+)$/m);
+    assert.equal((await fetch(metricsUrl ?? "")).status, 200, "the worker process serves /metrics");
     const sent = await runCli(["send", "--url", url ?? ""], { env });
     assert.equal(sent.code, 0, sent.stderr);
     assert.match(sent.stdout, /settled \(stale\)/, "the worker process settled the events");
+    const metrics = await (await fetch(metricsUrl ?? "")).text();
+    assert.match(metrics, /hookledger_attempts_total\{[^}]*outcome="stale"[^}]*\} 1/);
     assert.match(sent.stdout, /plan price_pro, status active/);
   } finally {
     assert.equal(await worker.stop("SIGTERM"), 0, worker.output());
