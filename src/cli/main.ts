@@ -8,6 +8,7 @@ import { createPool } from "../db/pool.js";
 import { createLogger } from "../log.js";
 import { startService } from "../service.js";
 import { commandDatabaseUrl, loadConfig } from "./config.js";
+import type { Command } from "./commands/types.js";
 import { CliError } from "./errors.js";
 import { sendDemo } from "./send.js";
 import { statsCommand } from "./stats.js";
@@ -44,7 +45,19 @@ Examples:
   hookledger stats --since 24h --source stripe
 `;
 
+// Commands in their own modules (src/cli/commands/<name>.ts) parse their own arguments.
+const MODULE_COMMANDS: readonly string[] = [];
+
 async function main(argv: string[]): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first !== undefined && MODULE_COMMANDS.includes(first)) {
+    const { command } = (await import(`./commands/${first}.js`)) as { command: Command };
+    return command.run(rest, {
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+      isTTY: process.stdout.isTTY === true,
+    });
+  }
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
