@@ -1,6 +1,7 @@
 import { createPool } from "../db/pool.js";
 import { ledgerContext } from "../ledger/context.js";
 import { formatStatsJson, formatStatsTable } from "../stats/format.js";
+import { readLedgerStats } from "../stats/ledger.js";
 import { readDeliveryStats } from "../stats/query.js";
 import { commandDatabaseUrl, loadConfig } from "./config.js";
 import { CliError } from "./errors.js";
@@ -52,7 +53,8 @@ export function parseDuration(text: string, flag = "--since"): number {
 /**
  * `hookledger stats`: per source over the window, deliveries, unique events, duplicates and the duplicate rate,
  * shadow-mode would-skips, retries, body mismatches and refusals, read from the ledger's `delivery_stats` (so they
- * outlive restarts and add up across hosts).
+ * outlive restarts and add up across hosts); then, from the events table, the backlog and its oldest event's age
+ * now, and failed and dead events and p50/p99 time from receipt to settle of the events received in the window.
  *
  * @example
  * await statsCommand({ since: "24h", source: "stripe" }, (text) => process.stdout.write(text));
@@ -64,10 +66,12 @@ export async function statsCommand(options: StatsCommandOptions, out: (text: str
   const url = await commandDatabaseUrl(config);
   const pool = createPool({ connectionString: url, role: "admin", max: 1 });
   try {
-    const stats = await readDeliveryStats(pool, ledgerContext(config.schema), {
-      windowMs,
-      ...(options.source !== undefined && { source: options.source }),
-    }).catch((error: Error & { code?: string }) => {
+    const ledger = ledgerContext(config.schema);
+    const query = { windowMs, ...(options.source !== undefined && { source: options.source }) };
+    const [stats, events] = await Promise.all([
+      readDeliveryStats(pool, ledger, query),
+      readLedgerStats(pool, ledger, query),
+    ]).catch((error: Error & { code?: string }) => {
       // undefined table, column or schema: a ledger that is missing or older than delivery statistics.
       if (error.code === "42P01" || error.code === "42703" || error.code === "3F000") {
         throw new CliError(
@@ -76,7 +80,7 @@ export async function statsCommand(options: StatsCommandOptions, out: (text: str
       }
       throw new CliError(`could not read delivery statistics: ${error.message}; check DATABASE_URL`);
     });
-    out(options.json ? formatStatsJson(stats, window) : formatStatsTable(stats, window));
+    out(options.json ? formatStatsJson(stats, window, events) : formatStatsTable(stats, window, events));
   } finally {
     await pool.end();
   }

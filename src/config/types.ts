@@ -75,6 +75,13 @@ export interface HookledgerConfig {
   /** 0 picks a free port. @defaultValue env("PORT") or 3000 */
   readonly port?: Configurable<number>;
   readonly sources: readonly SourceConfig[];
+  /**
+   * The token `POST /replay/:source` accepts instead of a signature (`hookledger replay … --via URL` sends it in
+   * `x-hookledger-replay-token`). Unset: every replay is refused (fail closed).
+   * @defaultValue env("HOOKLEDGER_REPLAY_TOKEN")
+   * @example replayToken: env("HOOKLEDGER_REPLAY_TOKEN")
+   */
+  readonly replayToken?: Configurable<string>;
   readonly handlers?: Handlers;
   readonly worker?: {
     /** Run the worker inside `serve`. @defaultValue true */

@@ -15,6 +15,8 @@ export interface ResolvedConfig {
   readonly host: string;
   readonly port: number;
   readonly sources: readonly Source[];
+  /** The replay route's token (`HOOKLEDGER_REPLAY_TOKEN`); unset refuses every replay. */
+  readonly replayToken: string | undefined;
   /** Legal but risky choices, each naming the field; the service logs them at start. */
   readonly warnings: readonly string[];
   readonly handlers: Handlers;
@@ -164,6 +166,7 @@ export function resolveConfig(
     host: read(config.host ?? { env: "HOST" }) ?? "127.0.0.1",
     port: portNumber(read(config.port ?? { env: "PORT" })),
     sources,
+    replayToken: read(config.replayToken ?? { env: "HOOKLEDGER_REPLAY_TOKEN" }),
     warnings,
     handlers: config.handlers ?? new Handlers(),
     worker: {

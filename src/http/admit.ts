@@ -2,6 +2,7 @@ import { type Answer, answerError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { ParsedEvent } from "../providers/types.js";
 import { readCapped } from "./body.js";
+import { replayTokenMatches } from "./replay-token.js";
 import type { Delivery, Source } from "./core.js";
 import type { DeliveryResult } from "./observer.js";
 
@@ -10,7 +11,8 @@ export type Admitted =
   | {
       readonly ok: true;
       readonly bytes: Uint8Array;
-      readonly secretIndex: number;
+      /** The secret that matched; `null` for a replay, which the token admitted instead. */
+      readonly secretIndex: number | null;
       readonly event: ParsedEvent;
     }
   | { readonly ok: true; readonly bytes: Uint8Array; readonly secretIndex: number; readonly reply: Answer };
@@ -26,7 +28,9 @@ export interface Refused {
 /**
  * Everything before the claim, shared by the receiver and the inline guard: method, encoding, the size cap (from
  * Content-Length before buffering, else at the crossing byte), one read of the raw body, and the provider's
- * verification. Nothing here touches the database.
+ * verification. Nothing here touches the database. A delivery on the replay route (`viaReplay`) swaps only the
+ * signature check for the replay token (`options.replayToken`; unset refuses every replay) and the provider's
+ * `parse`.
  *
  * @example
  * const admitted = await admitDelivery(source, delivery, Date.now(), log);
@@ -37,6 +41,7 @@ export async function admitDelivery(
   delivery: Delivery,
   now: number,
   log: Logger,
+  options: { readonly replayToken?: string | undefined } = {},
 ): Promise<Admitted | Refused> {
   const refuse = (result: DeliveryResult, answer: Answer, reason?: string): Refused => ({
     ok: false,
@@ -65,6 +70,7 @@ export async function admitDelivery(
     );
   }
   if (!read.ok) return refuse("payload_too_large", answerError("payload_too_large"));
+  if (delivery.viaReplay === true) return admitReplay(source, delivery, read.bytes, options.replayToken, log);
 
   const verified = source.provider.verify({
     body: read.bytes,
@@ -84,4 +90,40 @@ export async function admitDelivery(
   if ("reply" in verified)
     return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, reply: verified.reply };
   return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, event: verified.event };
+}
+
+function admitReplay(
+  source: Source,
+  delivery: Delivery,
+  bytes: Uint8Array,
+  token: string | undefined,
+  log: Logger,
+): Admitted | Refused {
+  const fields = { source: source.name, route: "replay" };
+  const checked = replayTokenMatches(token, delivery.headers);
+  if (!checked.ok) {
+    log.warn({ ...fields, reason: checked.reason, result: "unauthorized" }, "replay refused");
+    return { ok: false, answer: answerError("unauthorized"), result: "unauthorized", reason: checked.reason };
+  }
+  const parse = source.provider.parse;
+  if (!parse) {
+    const detail = `replay is not supported for provider ${source.provider.name}; use the provider's own redelivery`;
+    return {
+      ok: false,
+      answer: answerError("not_found", detail),
+      result: "malformed",
+      reason: "replay_unsupported",
+    };
+  }
+  const parsed = parse(bytes, delivery.headers);
+  if (!parsed.ok) {
+    log.info({ ...fields, reason: parsed.reason, result: "malformed" }, "replay refused");
+    return {
+      ok: false,
+      answer: answerError("malformed", parsed.detail),
+      result: "malformed",
+      reason: parsed.reason,
+    };
+  }
+  return { ok: true, bytes, secretIndex: null, event: parsed.event };
 }

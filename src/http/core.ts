@@ -44,6 +44,13 @@ export interface ReceiverOptions {
   readonly observer?: EdgeObserver;
   /** Confirmed-duplicate short-circuit: event ids known to be committed, answered without the database. */
   readonly seen?: SeenCache;
+  /**
+   * The token the replay route (`POST /replay/:source`) accepts in `x-hookledger-replay-token` instead of a
+   * signature. Unset or empty: every replay is refused with 401 (fail closed).
+   * @defaultValue undefined
+   * @example createReceiver({ ...options, replayToken: process.env.HOOKLEDGER_REPLAY_TOKEN })
+   */
+  readonly replayToken?: string | undefined;
 }
 
 /** One delivery, framework-neutral. */
@@ -54,6 +61,11 @@ export interface Delivery {
   readonly headers: HeaderBag;
   /** The raw body as it streams in (or bytes a raw parser already kept); read once. */
   readonly body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> | null;
+  /**
+   * Set only by the adapters' replay route: the replay token replaces the signature check, and the row records that
+   * the event arrived by replay.
+   */
+  readonly viaReplay?: boolean;
 }
 
 /** The edge: verify, claim, answer. */
@@ -89,7 +101,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         observer.delivery({ source: delivery.source, result: "unknown_source" });
         return answerError("unknown_source");
       }
-      const admitted = await admitDelivery(source, delivery, now(), log);
+      const admitted = await admitDelivery(source, delivery, now(), log, {
+        replayToken: options.replayToken,
+      });
       if (!admitted.ok) {
         observer.delivery({
           source: source.name,
@@ -119,7 +133,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
             body: admitted.bytes,
             headers: keptHeaders(delivery.headers),
             secretIndex: admitted.secretIndex,
-            arrivedVia: "delivery",
+            arrivedVia: delivery.viaReplay === true ? "replay" : "delivery",
             notify,
           }),
           deadlineMs,

@@ -1,7 +1,7 @@
 import { type Answer, answerError } from "../errors.js";
 import type { Receiver } from "./core.js";
 import { bodyParsedAnswer, logBodyParsed, webBodyState, webChunks } from "./parsed-body.js";
-import { sourceFromPath } from "./route.js";
+import { routeFromPath } from "./route.js";
 
 /** Options of {@link createFetchHandler}. */
 export interface FetchHandlerOptions {
@@ -10,6 +10,12 @@ export interface FetchHandlerOptions {
    * @defaultValue "/webhooks"
    */
   readonly basePath?: string;
+  /**
+   * The path re-POSTs arrive under (`hookledger replay … --via`): the replay token replaces the signature there,
+   * and a receiver without a token refuses them all.
+   * @defaultValue "/replay"
+   */
+  readonly replayPath?: string;
 }
 
 /**
@@ -22,10 +28,13 @@ export interface FetchHandlerOptions {
  */
 export function createFetchHandler(receiver: Receiver, options: FetchHandlerOptions = {}) {
   const basePath = options.basePath ?? "/webhooks";
+  const replayPath = options.replayPath ?? "/replay";
   return async (request: Request): Promise<Response> => {
-    const source = sourceFromPath(new URL(request.url).pathname, basePath);
+    const route = routeFromPath(new URL(request.url).pathname, basePath, replayPath);
     const answer =
-      source === undefined ? answerError("not_found") : await answerFor(receiver, request, source);
+      route === undefined
+        ? answerError("not_found")
+        : await answerFor(receiver, request, route.source, route.viaReplay);
     return new Response(answer.body === "" ? null : answer.body, {
       status: answer.status,
       headers: answer.headers,
@@ -33,7 +42,12 @@ export function createFetchHandler(receiver: Receiver, options: FetchHandlerOpti
   };
 }
 
-async function answerFor(receiver: Receiver, request: Request, source: string): Promise<Answer> {
+async function answerFor(
+  receiver: Receiver,
+  request: Request,
+  source: string,
+  viaReplay: boolean,
+): Promise<Answer> {
   const state = await webBodyState(request);
   if (state.kind === "parsed" && request.method === "POST") {
     logBodyParsed(receiver.log, "fetch", { source, parsedAs: state.parsedAs });
@@ -44,5 +58,6 @@ async function answerFor(receiver: Receiver, request: Request, source: string): 
     source,
     headers: request.headers,
     body: request.body ? webChunks(request.body) : null,
+    ...(viaReplay && { viaReplay: true }),
   });
 }

@@ -3,7 +3,7 @@ import { type Answer, answerError } from "../errors.js";
 import type { HeaderBag } from "../providers/types.js";
 import type { Receiver } from "./core.js";
 import { bodyParsedAnswer, logBodyParsed, nodeBodyState } from "./parsed-body.js";
-import { sourceFromPath } from "./route.js";
+import { routeFromPath } from "./route.js";
 
 /** Options of {@link createNodeHandler}. */
 export interface NodeHandlerOptions {
@@ -12,6 +12,12 @@ export interface NodeHandlerOptions {
    * @defaultValue "/webhooks"
    */
   readonly basePath?: string;
+  /**
+   * The path re-POSTs arrive under (`hookledger replay … --via`): the replay token replaces the signature there,
+   * and a receiver without a token refuses them all.
+   * @defaultValue "/replay"
+   */
+  readonly replayPath?: string;
 }
 
 /**
@@ -22,9 +28,10 @@ export interface NodeHandlerOptions {
  */
 export function createNodeHandler(receiver: Receiver, options: NodeHandlerOptions = {}) {
   const basePath = options.basePath ?? "/webhooks";
+  const replayPath = options.replayPath ?? "/replay";
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const source = sourceFromPath((req.url ?? "/").split("?")[0] ?? "/", basePath);
-    const answering = answerFor(receiver, req, source);
+    const route = routeFromPath((req.url ?? "/").split("?")[0] ?? "/", basePath, replayPath);
+    const answering = answerFor(receiver, req, route);
     answering.then(
       (answer) => {
         const headers: Record<string, string> = { ...answer.headers };
@@ -38,8 +45,13 @@ export function createNodeHandler(receiver: Receiver, options: NodeHandlerOption
   };
 }
 
-function answerFor(receiver: Receiver, req: IncomingMessage, source: string | undefined): Promise<Answer> {
-  if (source === undefined) return Promise.resolve(answerError("not_found"));
+function answerFor(
+  receiver: Receiver,
+  req: IncomingMessage,
+  route: ReturnType<typeof routeFromPath>,
+): Promise<Answer> {
+  if (route === undefined) return Promise.resolve(answerError("not_found"));
+  const { source } = route;
   // A framework (Next.js pages API, Connect) may have parsed the body before this handler ran.
   const state = nodeBodyState(req);
   if (state.kind === "parsed" && req.method === "POST") {
@@ -53,6 +65,7 @@ function answerFor(receiver: Receiver, req: IncomingMessage, source: string | un
     // Without destroyOnReturn an early stop (413) leaves the socket alive to carry the answer; the
     // `connection: close` below then ends it instead of reading the rest.
     body: state.kind === "raw" ? [state.bytes] : req.iterator({ destroyOnReturn: false }),
+    ...(route.viaReplay && { viaReplay: true }),
   });
 }
 

@@ -3,6 +3,7 @@ import type pg from "pg";
 import { isHookledgerPool, type PoolClient, withTransaction } from "../db/pool.js";
 import type { ParsedEvent } from "../providers/types.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
+import { notTombstonedSql, tombstoneDuplicate } from "./tombstone.js";
 
 /** How an event reached the ledger. */
 export type ArrivedVia = "delivery" | "replay" | "requeue";
@@ -104,8 +105,9 @@ async function claimOn(db: Queryable, ledger: LedgerContext, input: ClaimInput):
 }
 
 /**
- * The claim's insert (values `$1`–`$14`: {@link insertValues}). With `inline`, the row is claimed by an app's own
- * route (DESIGN.md §7): status `inline` and its lease, `$15` milliseconds from now, in `next_attempt_at`.
+ * The claim's insert (values `$1`–`$14`: {@link insertValues}); it inserts nothing for the key of a pruned event
+ * (its tombstone). With `inline`, the row is claimed by an app's own route (DESIGN.md §7): status `inline` and its
+ * lease, `$15` milliseconds from now, in `next_attempt_at`.
  *
  * @example
  * const sql = insertSql(ledger.s, { inline: true }); // … returning dedupe_key, next_attempt_at
@@ -113,10 +115,11 @@ async function claimOn(db: Queryable, ledger: LedgerContext, input: ClaimInput):
 export const insertSql = (s: string, options: { inline?: boolean } = {}) => `insert into ${s}.events (source,
     dedupe_key, event_type, body, body_sha256, dedupe_on_body, payload, headers, secret_index, entity_type, entity_id,
     entity_version, occurred_at, arrived_via${options.inline ? ", status, next_attempt_at" : ""})
-  values ($1::text, $2::text, $3::text, $4::bytea, $5::bytea, $6::boolean, $7::jsonb, $8::jsonb, $9::smallint,
+  select $1::text, $2::text, $3::text, $4::bytea, $5::bytea, $6::boolean, $7::jsonb, $8::jsonb, $9::smallint,
     $10::text, $11::text, $12::numeric, $13::timestamptz, $14::text${
       options.inline ? ", 'inline', now() + $15::int * interval '1 millisecond'" : ""
-    })
+    }
+  ${notTombstonedSql(s)}
   on conflict do nothing
   returning dedupe_key${options.inline ? ", next_attempt_at" : ""}`;
 
@@ -148,7 +151,8 @@ export function insertValues(input: Omit<ClaimInput, "notify">, sha256: Uint8Arr
 
 /**
  * After a claim conflicted: finds the row that holds the event (by dedupe key, or by body hash where the key is
- * unsigned) and counts this delivery in `duplicates`. `undefined` when that row no longer exists (pruned).
+ * unsigned) and counts this delivery in `duplicates`; else the tombstone of a pruned event, counted nowhere.
+ * `undefined` when neither exists (a row pruned at that very instant, before its tombstone was visible).
  *
  * @example
  * const duplicate = await countDuplicate(pool, ledger, input, sha256);
@@ -164,7 +168,8 @@ export async function countDuplicate(
     values: [input.source, input.event.dedupeKey, sha256, input.event.dedupeOnBodyHash],
   });
   const found = existing.rows[0];
-  return found && { status: "duplicate", id: found.dedupe_key, bodyMismatch: found.mismatch };
+  if (!found) return tombstoneDuplicate(db, ledger, input, sha256);
+  return { status: "duplicate", id: found.dedupe_key, bodyMismatch: found.mismatch };
 }
 
 // No conflict target: both the primary key and the body-hash index (GitHub) count as "already claimed".

@@ -8,7 +8,7 @@ import {
   stringField,
   withinWindow,
 } from "./hmac.js";
-import type { EntityRef, Provider, VerifyInput, VerifyResult } from "./types.js";
+import type { EntityRef, ParsedEvent, ParseResult, Provider, VerifyInput, VerifyResult } from "./types.js";
 
 /** Options of the Stripe provider. */
 export interface StripeOptions {
@@ -54,36 +54,46 @@ export function stripeProvider(options: StripeOptions = {}): Provider {
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       if (!withinWindow(t, input.now, tolerance)) return { ok: false, reason: "timestamp_outside_window" };
-      return parseStripeEvent(input.body, secretIndex);
+      const parsed = parseStripeBody(input.body);
+      return parsed.ok ? { ok: true, secretIndex, event: parsed.event } : parsed;
     },
+    parse: (body) => parseStripeBody(body),
   };
 }
 
-function parseStripeEvent(body: Uint8Array, secretIndex: number): VerifyResult {
+function parseStripeBody(body: Uint8Array): ParseResult {
   const json = parseJsonObject(body);
-  if (!json.ok) return json;
-  const id = stringField(json.value.id);
+  return json.ok ? stripeEventFromJson(json.value) : json;
+}
+
+/**
+ * Makes an event out of a Stripe Event object (a webhook body, or an item of `GET /v1/events`): the id is the dedupe
+ * key, `type` the type, `created` the time and the entity version of `data.object`.
+ *
+ * @example
+ * const parsed = stripeEventFromJson(await stripe.events.retrieve("evt_1"));
+ * if (parsed.ok) await claimEvent(pool, ledger, { ...input, event: parsed.event, arrivedVia: "replay" });
+ */
+export function stripeEventFromJson(value: Record<string, unknown>): ParseResult {
+  const id = stringField(value.id);
   if (!id) return { ok: false, reason: "event_id_missing", detail: "the Stripe event has no `id`" };
-  const type = stringField(json.value.type);
+  const type = stringField(value.type);
   if (!type) return { ok: false, reason: "event_type_missing", detail: "the Stripe event has no `type`" };
-  const created = numberField(json.value.created);
-  const object = (json.value.data as { object?: Record<string, unknown> } | undefined)?.object;
+  const created = numberField(value.created);
+  const object = (value.data as { object?: Record<string, unknown> } | undefined)?.object;
   const entityType = stringField(object?.object);
   const entityId = stringField(object?.id);
   const entity: EntityRef | undefined =
     entityType && entityId && created !== undefined
       ? { type: entityType, id: entityId, version: created }
       : undefined;
-  return {
-    ok: true,
-    secretIndex,
-    event: {
-      dedupeKey: id,
-      type,
-      payload: json.value,
-      dedupeOnBodyHash: false,
-      ...(created !== undefined && { occurredAt: new Date(created * 1000) }),
-      ...(entity && { entity }),
-    },
+  const event: ParsedEvent = {
+    dedupeKey: id,
+    type,
+    payload: value,
+    dedupeOnBodyHash: false,
+    ...(created !== undefined && { occurredAt: new Date(created * 1000) }),
+    ...(entity && { entity }),
   };
+  return { ok: true, event };
 }

@@ -100,6 +100,17 @@ export type VerifyResult =
   | { readonly ok: false; readonly reason: ParseFailureReason; readonly detail: string };
 
 /**
+ * The outcome of {@link Provider.parse}: the event, or why the body cannot be one.
+ *
+ * @example
+ * const parsed = stripeProvider().parse?.(body, headers);
+ * if (parsed?.ok) console.log(parsed.event.dedupeKey);
+ */
+export type ParseResult =
+  | { readonly ok: true; readonly event: ParsedEvent }
+  | { readonly ok: false; readonly reason: ParseFailureReason; readonly detail: string };
+
+/**
  * A signature scheme plus the rules for the event id, type, time and entity.
  *
  * @example
@@ -112,4 +123,9 @@ export interface Provider {
   readonly name: string;
   /** Verifies the signature over the raw bytes, then parses the event. Never throws on bad input. */
   verify(input: VerifyInput): VerifyResult;
+  /**
+   * Parses a body exactly as {@link Provider.verify} does after the signature matched, skipping only the signature.
+   * Only the replay route calls it, after its own token check; providers without it do not accept replays.
+   */
+  parse?(body: Uint8Array, headers: HeaderBag): ParseResult;
 }

@@ -1,0 +1,92 @@
+import type { EventKey } from "../../ledger/retry.js";
+import { CliError } from "../errors.js";
+import { parseDuration } from "../stats.js";
+
+/**
+ * Runs a `node:util` parseArgs call, turning its errors (unknown option, missing value) into usage errors (exit 2)
+ * that point at the command's help.
+ *
+ * @example
+ * const { values } = usage("events show", () => parseArgs({ args, options, allowPositionals: true, strict: true }));
+ */
+export function usage<R>(command: string, parse: () => R): R {
+  try {
+    return parse();
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}; see \`hookledger ${command} --help\``, 2);
+  }
+}
+
+/**
+ * Checks a flag's value against the allowed ones; a usage error names the flag, the value and every allowed value.
+ *
+ * @example
+ * const status = oneOf("--status", "dead", ["dead", "failed"] as const); // "dead"
+ */
+export function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new CliError(`${flag} '${value}' is not one of ${allowed.join(", ")}`, 2);
+}
+
+/**
+ * Parses `--since`/`--until`: a duration back from `now` (`90m`, `24h`, `7d`) or a timestamp (`2024-05-01`,
+ * `2024-05-01T12:00:00Z`; a date alone is midnight UTC).
+ *
+ * @example
+ * parseTime("--since", "24h", Date.now()); // a Date 24 hours ago
+ */
+export function parseTime(flag: string, text: string, now: number): Date {
+  if (/^\d+[smhdw]$/.test(text.trim())) return new Date(now - parseDuration(text, flag));
+  const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(ms)) {
+    throw new CliError(
+      `${flag} '${text}' is neither a duration back from now (90m, 24h, 7d) nor a timestamp (2024-05-01 or 2024-05-01T12:00:00Z)`,
+      2,
+    );
+  }
+  return new Date(ms);
+}
+
+/**
+ * Parses a positive whole number flag, at most `max`.
+ *
+ * @example
+ * parseCount("--limit", "200", 10_000); // 200
+ */
+export function parseCount(flag: string, text: string, max: number): number {
+  const n = /^\d{1,9}$/.test(text) ? Number(text) : 0;
+  if (n < 1 || n > max) throw new CliError(`${flag} '${text}' is not a whole number from 1 to ${max}`, 2);
+  return n;
+}
+
+/**
+ * Reads event ids: each `source/dedupe_key` (split at the first `/`, so a dedupe key may contain one), or, with
+ * `--source`, each a dedupe key of that source.
+ *
+ * @example
+ * parseIds(["stripe/evt_1"], undefined); // [{ source: "stripe", dedupeKey: "evt_1" }]
+ * parseIds(["evt_1", "evt_2"], "stripe");
+ */
+export function parseIds(positionals: readonly string[], source: string | undefined): EventKey[] {
+  return positionals.map((id) => {
+    if (source !== undefined) return { source, dedupeKey: id };
+    const slash = id.indexOf("/");
+    if (slash <= 0 || slash === id.length - 1) {
+      throw new CliError(
+        `'${id}' is not an event id; give source/dedupe_key (e.g. stripe/evt_1), or --source stripe evt_1`,
+        2,
+      );
+    }
+    return { source: id.slice(0, slash), dedupeKey: id.slice(slash + 1) };
+  });
+}
+
+/**
+ * An event's id as the commands print and accept it.
+ *
+ * @example
+ * eventId({ source: "stripe", dedupeKey: "evt_1" }); // "stripe/evt_1"
+ */
+export function eventId(key: EventKey): string {
+  return `${key.source}/${key.dedupeKey}`;
+}

@@ -1,0 +1,48 @@
+import type { ClaimInput, ClaimResult } from "./claim.js";
+import { type LedgerContext, type Queryable, statement } from "./context.js";
+
+/**
+ * The claim's tombstone condition (DESIGN.md §8, prune): appended to the claim's `insert … select`, it inserts
+ * nothing when the dedupe key (or, for providers that dedupe on the body, the body hash) belongs to a pruned
+ * event. Two primary-key probes on a small table; the values are the claim's `$1` source, `$2` key, `$5` body
+ * hash and `$6` dedupe-on-body flag.
+ *
+ * @example
+ * const sql = `insert into … select $1::text, … ${notTombstonedSql(s)} on conflict do nothing returning dedupe_key`;
+ */
+export const notTombstonedSql = (s: string) => `where not exists (select 1 from ${s}.tombstones
+    where source = $1::text and dedupe_key = $2::text)
+  and not ($6::boolean and exists (select 1 from ${s}.tombstones
+    where source = $1::text and body_sha256 = $5::bytea and dedupe_on_body))`;
+
+const tombstoneSql = statement(
+  "tombstone",
+  (s) => `(select dedupe_key, body_sha256 <> $3::bytea as mismatch from ${s}.tombstones
+  where source = $1::text and dedupe_key = $2::text)
+union all
+(select dedupe_key, false from ${s}.tombstones
+  where $4::boolean and source = $1::text and body_sha256 = $3::bytea and dedupe_on_body)
+limit 1`,
+);
+
+/**
+ * After a claim inserted nothing and no live row holds the event: the tombstone of a pruned event with this key
+ * (or body hash), answered as a duplicate. Nothing is counted in `duplicates` (its row went with the event; the
+ * HTTP edge's delivery statistics still count the duplicate). `undefined` when there is no tombstone either.
+ *
+ * @example
+ * const pruned = await tombstoneDuplicate(pool, ledger, input, sha256);
+ */
+export async function tombstoneDuplicate(
+  db: Queryable,
+  ledger: LedgerContext,
+  input: Pick<ClaimInput, "source" | "event">,
+  sha256: Uint8Array,
+): Promise<Extract<ClaimResult, { status: "duplicate" }> | undefined> {
+  const found = await db.query<{ dedupe_key: string; mismatch: boolean }>({
+    ...tombstoneSql(ledger),
+    values: [input.source, input.event.dedupeKey, sha256, input.event.dedupeOnBodyHash],
+  });
+  const row = found.rows[0];
+  return row && { status: "duplicate", id: row.dedupe_key, bodyMismatch: row.mismatch };
+}

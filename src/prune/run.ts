@@ -1,0 +1,135 @@
+import type { LedgerContext, Queryable } from "../ledger/context.js";
+import { countPrunable, expireTombstones, pruneBatch } from "../ledger/prune.js";
+import { horizonRefusals, type HorizonRefusal, type PruneSource } from "./windows.js";
+
+/**
+ * What to prune (DESIGN.md §8).
+ *
+ * @example
+ * const options: PruneOptions = { sources: [{ name: "stripe", provider: "stripe" }], olderThanMs: 90 * 86_400_000,
+ *   tombstonesOlderThanMs: 365 * 86_400_000 };
+ */
+export interface PruneOptions {
+  readonly sources: readonly PruneSource[];
+  /** Settled rows settled longer ago than this go. */
+  readonly olderThanMs: number;
+  /** Tombstones of events received longer ago than this go; must exceed `olderThanMs`. */
+  readonly tombstonesOlderThanMs: number;
+  /** Rows per statement. @defaultValue 1000 */
+  readonly batchSize?: number;
+  /** Count only; delete nothing. */
+  readonly dryRun?: boolean;
+  /** Prune even sources whose provider's replay window is longer than `olderThanMs`. */
+  readonly force?: boolean;
+  /** Called after each batch with the running totals. */
+  readonly onProgress?: (progress: { source: string; pruned: number; expired: number }) => void;
+  /** Stops between batches. */
+  readonly signal?: AbortSignal;
+  /** The clock. @defaultValue Date.now */
+  readonly now?: () => number;
+}
+
+/**
+ * What a prune did, or with `dryRun` would do.
+ *
+ * @example
+ * const report: PruneReport = { dryRun: false, sources: [{ source: "stripe", pruned: 2500 }], tombstonesExpired: 0, … };
+ */
+export interface PruneReport {
+  readonly dryRun: boolean;
+  readonly before: string;
+  readonly tombstonesBefore: string;
+  readonly sources: readonly { readonly source: string; readonly pruned: number }[];
+  readonly pruned: number;
+  readonly tombstonesExpired: number;
+}
+
+/**
+ * Refused: a horizon shorter than a source's replay window, or a tombstone horizon not longer than the prune
+ * horizon.
+ */
+export class PruneRefused extends Error {
+  constructor(
+    message: string,
+    readonly refusals: readonly HorizonRefusal[] = [],
+  ) {
+    super(message);
+    this.name = "PruneRefused";
+  }
+}
+
+/**
+ * Prunes each source's settled rows older than the horizon, batch by batch, keeping a tombstone of each key; then
+ * expires the tombstones past the second horizon. Throws {@link PruneRefused} before touching anything when a
+ * source's provider can still replay events older than the horizon (unless `force`).
+ *
+ * @example
+ * const report = await runPrune(pool, ledger, { sources, olderThanMs: 90 * 86_400_000, tombstonesOlderThanMs: 365 * 86_400_000 });
+ */
+export async function runPrune(
+  db: Queryable,
+  ledger: LedgerContext,
+  options: PruneOptions,
+): Promise<PruneReport> {
+  if (options.tombstonesOlderThanMs <= options.olderThanMs) {
+    throw new PruneRefused(
+      "the tombstone horizon must be longer than the prune horizon, or a pruned key would be forgotten at once",
+    );
+  }
+  const refusals = options.force ? [] : horizonRefusals(options.sources, options.olderThanMs);
+  if (refusals.length > 0) {
+    const days = (ms: number) => `${Math.round(ms / 86_400_000)} days`;
+    const list = refusals
+      .map((r) => `${r.source} (${r.provider ?? "unknown provider"}: replay window ${days(r.windowMs)})`)
+      .join(", ");
+    throw new PruneRefused(
+      `horizon of ${days(options.olderThanMs)} is shorter than the replay window of ${list}; prune older rows only, or pass --force`,
+      refusals,
+    );
+  }
+  const now = (options.now ?? Date.now)();
+  const before = new Date(now - options.olderThanMs);
+  const tombstonesBefore = new Date(now - options.tombstonesOlderThanMs);
+  const limit = options.batchSize ?? 1000;
+  const sources: { source: string; pruned: number }[] = [];
+  let total = 0;
+  for (const { name } of options.sources) {
+    let pruned = 0;
+    if (options.dryRun) pruned = await countPrunable(db, ledger, name, before);
+    else {
+      while (!options.signal?.aborted) {
+        const batch = await pruneBatch(db, ledger, { source: name, before, limit });
+        if (batch.marked === 0) break;
+        pruned += batch.pruned;
+        options.onProgress?.({ source: name, pruned: total + pruned, expired: 0 });
+      }
+    }
+    sources.push({ source: name, pruned });
+    total += pruned;
+  }
+  const names = options.sources.map((s) => s.name);
+  let expired = 0;
+  if (options.dryRun) {
+    expired = await expireTombstones(db, ledger, {
+      before: tombstonesBefore,
+      limit,
+      sources: names,
+      dryRun: true,
+    });
+  } else {
+    while (!options.signal?.aborted) {
+      const n = await expireTombstones(db, ledger, { before: tombstonesBefore, limit, sources: names });
+      if (n === 0) break;
+      expired += n;
+      options.onProgress?.({ source: "tombstones", pruned: total, expired });
+    }
+  }
+  return {
+    dryRun: options.dryRun ?? false,
+    before: before.toISOString(),
+    tombstonesBefore: tombstonesBefore.toISOString(),
+    sources,
+    pruned: total,
+    tombstonesExpired: expired,
+  };
+}
