@@ -8,11 +8,13 @@ import { startEmbeddedPostgres, writeConnectionFile } from "./db/embedded.js";
 import { migrate } from "./db/migrate.js";
 import { createPool, type Pool } from "./db/pool.js";
 import { createReceiver } from "./http/core.js";
+import { startPruner } from "./prune/schedule.js";
+import { startReconciler } from "./replay/reconciler.js";
 import { createStatsObserver } from "./stats/observer.js";
 import { createNodeHandler } from "./http/node.js";
 import { observers, type SeenCache } from "./http/observer.js";
 import { createOpsHandler, withOps } from "./http/ops.js";
-import { ledgerContext } from "./ledger/context.js";
+import { type LedgerContext, ledgerContext } from "./ledger/context.js";
 import type { Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { startWorker, type Worker } from "./worker/worker.js";
@@ -113,6 +115,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       });
       const running = worker;
       closers.push(() => running.stop(config.worker.shutdownGraceMs));
+      startSchedules(config, admin, ledger, log, closers);
     }
 
     const ops = createOpsHandler({ metrics, db: admin, ledger, log });
@@ -132,6 +135,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         log,
         observer: observers(metrics.observer, stats),
         seen,
+        ...(config.replayToken !== undefined && { replayToken: config.replayToken }),
       });
       url = await serveHttp(withOps(ops, createNodeHandler(receiver)), config.port, config.host, closers);
     } else if (options.metricsPort !== undefined) {
@@ -172,6 +176,40 @@ async function seenCache(
   });
   redis.connect().catch(() => {});
   return layeredSeenCache(memory, redis);
+}
+
+// Background work runs in the processes that run the worker: prune takes an advisory lock so one instance prunes at
+// a time; concurrent reconcile passes only meet as duplicates in the claim.
+function startSchedules(
+  config: ResolvedConfig,
+  pool: Pool,
+  ledger: LedgerContext,
+  log: Logger,
+  closers: (() => Promise<void>)[],
+): void {
+  const { prune, reconcile } = config.schedules;
+  if (prune) {
+    const pruner = startPruner({
+      pool,
+      ledger,
+      sources: config.sources.map((s) => ({ name: s.name, provider: s.provider.name })),
+      ...prune,
+      log,
+    });
+    closers.push(() => pruner.stop());
+  }
+  for (const r of reconcile) {
+    const reconciler = startReconciler({
+      pool,
+      ledger,
+      source: r.source,
+      apiKey: r.apiKey,
+      intervalMs: r.everyMs,
+      ...(r.sinceMs !== undefined && { sinceMs: r.sinceMs }),
+      log,
+    });
+    closers.push(() => reconciler.stop());
+  }
 }
 
 async function serveHttp(

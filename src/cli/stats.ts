@@ -1,3 +1,4 @@
+import { durationMs } from "../config/duration.js";
 import { createPool } from "../db/pool.js";
 import { ledgerContext } from "../ledger/context.js";
 import { formatStatsJson, formatStatsTable } from "../stats/format.js";
@@ -23,14 +24,6 @@ export interface StatsCommandOptions {
   readonly json?: boolean | undefined;
 }
 
-const UNITS: Readonly<Record<string, number>> = {
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-  w: 604_800_000,
-};
-
 /**
  * Parses a window length: a whole number and a unit (`s`, `m`, `h`, `d`, `w`). Anything else is a usage error
  * naming the flag and the expected form.
@@ -39,9 +32,8 @@ const UNITS: Readonly<Record<string, number>> = {
  * parseDuration("90m"); // 5_400_000
  */
 export function parseDuration(text: string, flag = "--since"): number {
-  const match = /^(\d{1,6})([smhdw])$/.exec(text.trim());
-  const ms = match ? Number(match[1]) * (UNITS[match[2] ?? ""] ?? 0) : 0;
-  if (ms <= 0) {
+  const ms = durationMs(text);
+  if (ms === undefined) {
     throw new CliError(
       `${flag} '${text}' is not a duration; give a positive whole number and a unit (s, m, h, d, w), e.g. 90m, 24h or 7d`,
       2,

@@ -3,6 +3,7 @@ import type { GenericOptions } from "../providers/generic-options.js";
 import type { RetryPolicy } from "../worker/backoff.js";
 import type { Handlers } from "../worker/handlers.js";
 import type { Configurable } from "./env.js";
+import type { SchedulesConfig } from "./schedules.js";
 
 /** The providers a source can name (DESIGN.md §5). */
 export type ProviderName =
@@ -82,6 +83,8 @@ export interface HookledgerConfig {
    * @example replayToken: env("HOOKLEDGER_REPLAY_TOKEN")
    */
   readonly replayToken?: Configurable<string>;
+  /** Prune and reconcile on an interval. */
+  readonly schedules?: SchedulesConfig;
   readonly handlers?: Handlers;
   readonly worker?: {
     /** Run the worker inside `serve`. @defaultValue true */

@@ -4,6 +4,7 @@ import { standardSecretKey } from "../providers/standard.js";
 import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";
 import { Handlers } from "../worker/handlers.js";
 import { type Configurable, isEnvRef } from "./env.js";
+import { type ResolvedSchedules, resolveSchedules } from "./schedules.js";
 import { providerOptionChecks } from "./provider-options.js";
 import type { HookledgerConfig, ProviderName } from "./types.js";
 
@@ -17,6 +18,7 @@ export interface ResolvedConfig {
   readonly sources: readonly Source[];
   /** The replay route's token (`HOOKLEDGER_REPLAY_TOKEN`); unset refuses every replay. */
   readonly replayToken: string | undefined;
+  readonly schedules: ResolvedSchedules;
   /** Legal but risky choices, each naming the field; the service logs them at start. */
   readonly warnings: readonly string[];
   readonly handlers: Handlers;
@@ -167,6 +169,7 @@ export function resolveConfig(
     port: portNumber(read(config.port ?? { env: "PORT" })),
     sources,
     replayToken: read(config.replayToken ?? { env: "HOOKLEDGER_REPLAY_TOKEN" }),
+    schedules: resolveSchedules(config.schedules, sources, environment, problems),
     warnings,
     handlers: config.handlers ?? new Handlers(),
     worker: {

@@ -2,6 +2,7 @@ import type { LedgerContext, Queryable } from "../ledger/context.js";
 import { type GithubDeliveriesApi, type GithubDelivery, GithubApiError } from "./github-api.js";
 import { type ProgressIO, progressBar } from "./progress.js";
 import { formatCount, newReport, type ReplayReport } from "./report.js";
+import { keysInLedger } from "./ledger.js";
 
 /** A delivery guid `replay github` asked GitHub (or, in a dry run, would ask) to redeliver. */
 export interface RedeliveryItem {
@@ -92,7 +93,8 @@ export async function replayGithubDeliveries(run: GithubReplayRun): Promise<Gith
     `fetch: ${formatCount(report.fetched)} deliveries of ${formatCount(byGuid.size)} events (guids) in ${pages} page${pages === 1 ? "" : "s"}`,
   );
 
-  const inLedger = await guidsInLedger(run, [...byGuid.keys()]);
+  // The GitHub provider's dedupe key is the X-GitHub-Delivery guid.
+  const inLedger = await keysInLedger(run, run.source, [...byGuid.keys()]);
   report.duplicate = inLedger.size;
   const todo: GithubDelivery[] = [];
   for (const [guid, attempts] of byGuid) {
@@ -138,17 +140,4 @@ export async function replayGithubDeliveries(run: GithubReplayRun): Promise<Gith
     );
   }
   return report;
-}
-
-/** The guids the ledger already holds for `source` (the GitHub provider's dedupe key is `X-GitHub-Delivery`). */
-async function guidsInLedger(run: GithubReplayRun, guids: string[]): Promise<Set<string>> {
-  const found = new Set<string>();
-  for (let start = 0; start < guids.length; start += 1000) {
-    const { rows } = await run.db.query<{ dedupe_key: string }>(
-      `select dedupe_key from ${run.ledger.s}.events where source = $1::text and dedupe_key = any($2::text[])`,
-      [run.source, guids.slice(start, start + 1000)],
-    );
-    for (const row of rows) found.add(row.dedupe_key);
-  }
-  return found;
 }

@@ -17,7 +17,7 @@ export interface ReplayItem {
 }
 
 /**
- * The dedupe keys of `source` that are already in the ledger, out of `keys`.
+ * The dedupe keys of `source` that are already in the ledger (or were, and were pruned), out of `keys`.
  *
  * @example
  * const present = await keysInLedger(target, "stripe", ["evt_1", "evt_2"]); // Set { "evt_1" }
@@ -30,7 +30,11 @@ export async function keysInLedger(
   const present = new Set<string>();
   for (let i = 0; i < keys.length; i += 5000) {
     const { rows } = await target.db.query<{ dedupe_key: string }>(
+      // A pruned event's tombstone counts as present: replaying it would be a duplicate (DESIGN.md §8).
       `select dedupe_key from ${target.ledger.s}.events
+        where source = $1::text and dedupe_key = any($2::text[])
+       union
+       select dedupe_key from ${target.ledger.s}.tombstones
         where source = $1::text and dedupe_key = any($2::text[])`,
       [source, keys.slice(i, i + 5000)],
     );

@@ -257,3 +257,55 @@ test("resolveConfig warns, without refusing, when a generic source dedupes by st
     /^sources\[0\]\.generic\.stableFields: .*\/object\/id, \/action.*idHeader or idPointer/,
   );
 });
+
+test("resolveConfig refuses schedules it cannot run, naming the field and the fix", () => {
+  const problems = problemsOf({
+    sources: [
+      { name: "stripe", provider: "stripe", secrets: ["whsec_x"] },
+      { name: "gh", provider: "github", secrets: ["x"] },
+    ],
+    schedules: {
+      prune: { olderThan: "7d", every: "soon" },
+      reconcile: [
+        { source: "gh", every: "15m", apiKey: env("HL_UNSET_STRIPE_KEY") },
+        { source: "stripe", every: "15m", apiKey: "sk_test_x" },
+      ],
+    },
+  });
+  assert.ok(problems.some((p) => p.startsWith("schedules.prune.every") && p.includes("not a duration")));
+  assert.ok(
+    problems.some((p) =>
+      /schedules\.prune\.olderThan: shorter than the 30-day replay window of source 'stripe'/.test(p),
+    ),
+  );
+  assert.ok(
+    problems.some(
+      (p) => p.startsWith("schedules.reconcile[0].source") && p.includes("not a configured stripe source"),
+    ),
+  );
+  assert.ok(
+    problems.some((p) => p.startsWith("schedules.reconcile[0].apiKey") && p.includes("HL_UNSET_STRIPE_KEY")),
+  );
+  assert.ok(!problems.some((p) => p.startsWith("schedules.reconcile[1]")));
+});
+
+test("resolveConfig resolves schedules into milliseconds", () => {
+  const config = resolveConfig(
+    {
+      sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_x"] }],
+      schedules: {
+        prune: { olderThan: "90d", every: "1h" },
+        reconcile: [{ source: "stripe", every: "15m", apiKey: env("KEY") }],
+      },
+    },
+    { KEY: "sk_test_x" },
+  );
+  assert.deepEqual(config.schedules.prune, {
+    olderThanMs: 90 * 86_400_000,
+    tombstonesOlderThanMs: 365 * 86_400_000,
+    everyMs: 3_600_000,
+    batchSize: 1000,
+    force: false,
+  });
+  assert.deepEqual(config.schedules.reconcile, [{ source: "stripe", everyMs: 900_000, apiKey: "sk_test_x" }]);
+});

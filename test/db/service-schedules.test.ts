@@ -1,0 +1,55 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { resolveConfig } from "../../src/config/validate.js";
+import { silentLogger } from "../../src/log.js";
+import { startService } from "../../src/service.js";
+import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
+import { seedEvents } from "../helpers/ledger-rows.js";
+
+let t: TestLedger;
+before(async () => {
+  t = await freshLedger();
+});
+after(() => t.drop());
+
+test("startService with schedules.prune prunes settled rows past the horizon on its interval and keeps tombstones", async () => {
+  const forty = 40 * 86_400;
+  await seedEvents(t.pool, t.ledger, [
+    { source: "stripe", id: "evt_old", status: "settled", outcome: "applied", receivedAgo: forty, settledAfter: 1 },
+    { source: "stripe", id: "evt_new", status: "settled", outcome: "applied" },
+    { source: "stripe", id: "evt_old_dead", status: "dead", receivedAgo: forty },
+  ]);
+  const service = await startService(
+    resolveConfig(
+      {
+        database: { url: t.url, schema: t.schema },
+        sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_x"] }],
+        schedules: { prune: { olderThan: "31d", every: "1s" } },
+      },
+      {},
+    ),
+    { log: silentLogger(), serve: false, work: true },
+  );
+  try {
+    await waitFor(
+      "the scheduled prune",
+      async () => {
+        const r = await t.pool.query(`select dedupe_key from ${t.ledger.s}.events order by dedupe_key`);
+        return r.rows.length === 2;
+      },
+      20_000,
+    );
+    const left = await t.pool.query(`select dedupe_key from ${t.ledger.s}.events order by dedupe_key`);
+    assert.deepEqual(
+      left.rows.map((r) => r.dedupe_key),
+      ["evt_new", "evt_old_dead"],
+    );
+    const tombs = await t.pool.query(`select dedupe_key from ${t.ledger.s}.tombstones`);
+    assert.deepEqual(
+      tombs.rows.map((r) => r.dedupe_key),
+      ["evt_old"],
+    );
+  } finally {
+    await service.stop();
+  }
+});
