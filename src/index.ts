@@ -1,6 +1,7 @@
 // The public API of hookledger, listed explicitly.
 
 export { defineConfig, type HookledgerConfig, type ProviderName, type SourceConfig } from "./config/types.js";
+export type { SchedulesConfig } from "./config/schedules.js";
 export { type Configurable, type EnvRef, env } from "./config/env.js";
 export { ConfigError, type ResolvedConfig, resolveConfig } from "./config/validate.js";
 
@@ -28,6 +29,24 @@ export { createNodeHandler, type NodeHandlerOptions } from "./http/node.js";
 
 export { type ArrivedVia, type ClaimInput, type ClaimResult, claimEvent } from "./ledger/claim.js";
 export { type LedgerContext, ledgerContext } from "./ledger/context.js";
+export {
+  type EventDetail,
+  type EventFilter,
+  type EventStatus,
+  type EventSummary,
+  getEvent,
+  listEvents,
+} from "./ledger/inspect.js";
+export { type RequeueFilter, type RequeueReport, requeueEvents } from "./ledger/requeue.js";
+export { type EventKey, type RetryResult, retryEvents } from "./ledger/retry.js";
+
+export { type PruneOptions, type PruneReport, PruneRefused, runPrune } from "./prune/run.js";
+export { type Pruner, type PrunerOptions, startPruner } from "./prune/schedule.js";
+export { REPLAY_WINDOW_MS } from "./prune/windows.js";
+export { REPLAY_TOKEN_HEADER } from "./http/replay-token.js";
+export { type ReconcilerOptions, startReconciler } from "./replay/reconciler.js";
+export type { ReplayReport } from "./replay/report.js";
+export { replayStripe, type StripeReplayOptions } from "./replay/stripe.js";
 export type { Outcome } from "./ledger/settle.js";
 
 export { createLogger, type Logger, silentLogger } from "./log.js";
@@ -39,11 +58,12 @@ export { type PaddleOptions, paddleProvider } from "./providers/paddle.js";
 export { shopifyProvider } from "./providers/shopify.js";
 export { type SlackOptions, slackProvider } from "./providers/slack.js";
 export { standardProvider } from "./providers/standard.js";
-export { type StripeOptions, stripeProvider } from "./providers/stripe.js";
+export { type StripeOptions, stripeEventFromJson, stripeProvider } from "./providers/stripe.js";
 export type {
   EntityRef,
   HeaderBag,
   ParsedEvent,
+  ParseResult,
   ProviderReply,
   ParseFailureReason,
   Provider,

@@ -22,7 +22,13 @@ Commands:
   worker    run only the worker (any number of them may share one database)
   migrate   apply the ledger's migrations and exit
   send      sign and post the demo's sample events to a running service
-  stats     deliveries, duplicate rate, would-skip (shadow mode) and refusals per source
+  stats     deliveries, duplicate rate, would-skip, refusals; backlog, failures, dead, time to settle
+  events    list, show, retry and requeue events in the ledger
+  replay    bring back missed events: replay stripe (events API), replay github (redeliveries)
+  reconcile list the Stripe events the ledger lacks and claim them
+  prune     delete settled events past a horizon, keeping tombstones of their keys
+
+Run \`hookledger <command> --help\` for a command's options and examples.
 
 Options:
   --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)
@@ -34,7 +40,7 @@ Options:
   -h, --help      show this help
   -v, --version   print the version
 
-Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, REDIS_URL, LOG_LEVEL;
+Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL, LOG_LEVEL;
   METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port)
 
 Examples:
@@ -43,6 +49,9 @@ Examples:
   hookledger worker --config ./hookledger.config.mjs
   hookledger send --url http://127.0.0.1:3000
   hookledger stats --since 24h --source stripe
+  hookledger replay stripe --source stripe --since 2h
+  hookledger events requeue --status dead --source stripe --yes
+  hookledger prune --older-than 90d
 `;
 
 // Commands in their own modules (src/cli/commands/<name>.ts) parse their own arguments.
@@ -150,7 +159,7 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new CliError(
-        `unknown command '${command}'; commands are serve, worker, migrate, send, stats (see --help)`,
+        `unknown command '${command}'; commands are serve, worker, migrate, send, stats, events, replay, reconcile, prune (see --help)`,
         2,
       );
   }

@@ -15,7 +15,14 @@ after(() => t.drop());
 test("startService with schedules.prune prunes settled rows past the horizon on its interval and keeps tombstones", async () => {
   const forty = 40 * 86_400;
   await seedEvents(t.pool, t.ledger, [
-    { source: "stripe", id: "evt_old", status: "settled", outcome: "applied", receivedAgo: forty, settledAfter: 1 },
+    {
+      source: "stripe",
+      id: "evt_old",
+      status: "settled",
+      outcome: "applied",
+      receivedAgo: forty,
+      settledAfter: 1,
+    },
     { source: "stripe", id: "evt_new", status: "settled", outcome: "applied" },
     { source: "stripe", id: "evt_old_dead", status: "dead", receivedAgo: forty },
   ]);
