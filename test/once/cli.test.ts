@@ -126,6 +126,14 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
     url = (await first.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m, 120_000))[1];
     const sent = await runCli(["send", "--url", url ?? ""], { env, cwd: dir });
     assert.equal(sent.code, 0, sent.stderr);
+    // The one-off commands find the embedded server through .hookledger/connection.json.
+    const listed = await runCli(["events", "list", "--json"], { env, cwd: dir });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.equal(JSON.parse(listed.stdout).length, 4);
+    const stats = await runCli(["stats", "--json"], { env, cwd: dir });
+    assert.equal(stats.code, 0, stats.stderr);
+    const dryPrune = await runCli(["prune", "--older-than", "90d", "--dry-run", "--json"], { env, cwd: dir });
+    assert.equal(dryPrune.code, 0, dryPrune.stderr);
   } finally {
     assert.equal(await first.stop("SIGINT"), 0, first.output());
   }
