@@ -206,6 +206,8 @@ function startSchedules(
       apiKey: r.apiKey,
       intervalMs: r.everyMs,
       ...(r.sinceMs !== undefined && { sinceMs: r.sinceMs }),
+      // The same override the `replay` command reads (a local fake of the events API in tests).
+      ...(process.env.HOOKLEDGER_STRIPE_API_BASE && { apiBase: process.env.HOOKLEDGER_STRIPE_API_BASE }),
       log,
     });
     closers.push(() => reconciler.stop());

@@ -4,6 +4,7 @@ import { resolveConfig } from "../../src/config/validate.js";
 import { silentLogger } from "../../src/log.js";
 import { startService } from "../../src/service.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
+import { fakeEvent, startFakeStripe } from "../helpers/fake-stripe.js";
 import { seedEvents } from "../helpers/ledger-rows.js";
 
 let t: TestLedger;
@@ -58,5 +59,35 @@ test("startService with schedules.prune prunes settled rows past the horizon on 
     );
   } finally {
     await service.stop();
+  }
+});
+
+test("startService with schedules.reconcile claims the Stripe events the ledger lacks, as replays", async () => {
+  const fake = await startFakeStripe([fakeEvent("evt_rec_missing", 120), fakeEvent("evt_rec_present", 60)]);
+  process.env.HOOKLEDGER_STRIPE_API_BASE = fake.url;
+  await seedEvents(t.pool, t.ledger, [{ source: "stripe", id: "evt_rec_present", status: "settled" }]);
+  const service = await startService(
+    resolveConfig(
+      {
+        database: { url: t.url, schema: t.schema },
+        sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_x"] }],
+        schedules: { reconcile: [{ source: "stripe", every: "1h", since: "1h", apiKey: fake.apiKey }] },
+        worker: { enabled: true },
+      },
+      {},
+    ),
+    { log: silentLogger(), serve: false, work: true },
+  );
+  try {
+    await waitFor("the first reconcile pass", async () => {
+      const r = await t.pool.query(
+        `select arrived_via from ${t.ledger.s}.events where dedupe_key = 'evt_rec_missing'`,
+      );
+      return r.rows[0]?.arrived_via === "replay";
+    });
+  } finally {
+    await service.stop();
+    delete process.env.HOOKLEDGER_STRIPE_API_BASE;
+    await fake.close();
   }
 });
