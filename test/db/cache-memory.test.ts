@@ -4,23 +4,12 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { memorySeenCache } from "../../src/cache/memory.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
-import { createReceiver, type ReceiverOptions } from "../../src/http/core.js";
+import type { ReceiverOptions } from "../../src/http/core.js";
 import type { DeliveryReport } from "../../src/http/observer.js";
-import type { Queryable } from "../../src/ledger/context.js";
-import { silentLogger } from "../../src/log.js";
-import { stripeProvider } from "../../src/providers/stripe.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
-import {
-  ledgerCounts,
-  NOW_S,
-  send,
-  serve,
-  STRIPE_CAP,
-  STRIPE_SECRETS,
-  stripeBody,
-  stripeHeaders,
-} from "../helpers/http.js";
+import { ledgerCounts } from "../helpers/http.js";
 import { freePort } from "../helpers/net.js";
+import { counting, postOnce } from "../helpers/cache.js";
 
 let t: TestLedger;
 let ingest: Pool;
@@ -30,42 +19,10 @@ before(async () => {
 });
 after(() => t.drop());
 
-/** A real pool that counts the queries sent through it. */
-function counting(db: Queryable): Queryable & { readonly count: number } {
-  let count = 0;
-  return {
-    get count() {
-      return count;
-    },
-    query: ((...args: Parameters<Queryable["query"]>) => {
-      count++;
-      return db.query(...args);
-    }) as Queryable["query"],
-  };
-}
-
+// Status and body only: these tests compare whole answers.
 async function post(options: Partial<ReceiverOptions> & Pick<ReceiverOptions, "db">, id: string) {
-  const server = await serve(
-    createReceiver({
-      sources: [
-        { name: "stripe", provider: stripeProvider(), secrets: STRIPE_SECRETS, maxBodyBytes: STRIPE_CAP },
-      ],
-      ledger: t.ledger,
-      log: silentLogger(),
-      now: () => NOW_S * 1000,
-      ...options,
-    }),
-  );
-  try {
-    const payload = stripeBody(id);
-    const reply = await send(`${server.url}/webhooks/stripe`, {
-      headers: stripeHeaders(payload),
-      body: payload,
-    });
-    return { status: reply.status, body: reply.text === "" ? undefined : JSON.parse(reply.text) };
-  } finally {
-    await server.close();
-  }
+  const { status, body } = await postOnce(t.ledger, options, id);
+  return { status, body };
 }
 
 test("memorySeenCache keeps at most max ids, dropping the least recently used", async () => {

@@ -8,23 +8,13 @@ import { layeredSeenCache } from "../../src/cache/layered.js";
 import { memorySeenCache } from "../../src/cache/memory.js";
 import { type RedisSeenCache, redisSeenCache } from "../../src/cache/redis.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
-import { createReceiver, type ReceiverOptions } from "../../src/http/core.js";
+import type { ReceiverOptions } from "../../src/http/core.js";
 import type { DeliveryReport } from "../../src/http/observer.js";
-import type { Queryable } from "../../src/ledger/context.js";
 import { silentLogger } from "../../src/log.js";
-import { stripeProvider } from "../../src/providers/stripe.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
-import {
-  ledgerCounts,
-  NOW_S,
-  send,
-  serve,
-  STRIPE_CAP,
-  STRIPE_SECRETS,
-  stripeBody,
-  stripeHeaders,
-} from "../helpers/http.js";
+import { ledgerCounts } from "../helpers/http.js";
 import { freePort } from "../helpers/net.js";
+import { counting, postOnce } from "../helpers/cache.js";
 
 const REDIS_URL = process.env.HOOKLEDGER_TEST_REDIS_URL ?? "redis://127.0.0.1:6379/15";
 
@@ -72,47 +62,8 @@ after(async () => {
   await t.drop();
 });
 
-/** A real pool that counts the queries sent through it. */
-function counting(db: Queryable): Queryable & { readonly count: number } {
-  let count = 0;
-  return {
-    get count() {
-      return count;
-    },
-    query: ((...args: Parameters<Queryable["query"]>) => {
-      count++;
-      return db.query(...args);
-    }) as Queryable["query"],
-  };
-}
-
-async function post(options: Partial<ReceiverOptions> & Pick<ReceiverOptions, "db">, id: string) {
-  const server = await serve(
-    createReceiver({
-      sources: [
-        { name: "stripe", provider: stripeProvider(), secrets: STRIPE_SECRETS, maxBodyBytes: STRIPE_CAP },
-      ],
-      ledger: t.ledger,
-      log: silentLogger(),
-      now: () => NOW_S * 1000,
-      ...options,
-    }),
-  );
-  try {
-    const payload = stripeBody(id);
-    const reply = await send(`${server.url}/webhooks/stripe`, {
-      headers: stripeHeaders(payload),
-      body: payload,
-    });
-    return {
-      status: reply.status,
-      ms: reply.ms,
-      body: reply.text === "" ? undefined : JSON.parse(reply.text),
-    };
-  } finally {
-    await server.close();
-  }
-}
+const post = (options: Partial<ReceiverOptions> & Pick<ReceiverOptions, "db">, id: string) =>
+  postOnce(t.ledger, options, id);
 
 const inRedis = (id: string) => admin.exists(`hookledger:seen:${t.schema}:stripe:${id}`);
 
