@@ -11,12 +11,13 @@ import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {
   ledgerCounts,
   NOW_S,
-  open,
   type Reply,
   send,
   stripeBody,
   stripeHeaders,
   testReceiver,
+  postDeclaredTooLarge,
+  postChunkedPastCap,
 } from "../helpers/http.js";
 
 let t: TestLedger;
@@ -140,12 +141,7 @@ test("express: GET, PUT or HEAD on app.all's route → 405 with Allow: POST (hoo
 test("express: POST declaring Content-Length 10 000 000 → 413 before reading, connection closed, no row", {
   timeout: 20_000,
 }, async () => {
-  const { req, reply } = open(`${goodUrl}/webhooks/stripe`, {
-    headers: { ...stripeHeaders(stripeBody("evt_express_big")), "content-length": 10_000_000 },
-  });
-  req.flushHeaders();
-  const answer = await reply;
-  req.destroy();
+  const answer = await postDeclaredTooLarge(`${goodUrl}/webhooks/stripe`, "evt_express_big");
   assert.equal(answer.status, 413, answer.text);
   assert.equal(JSON.parse(answer.text).error, "payload_too_large");
   assert.equal(answer.headers.connection, "close");
@@ -155,13 +151,7 @@ test("express: POST declaring Content-Length 10 000 000 → 413 before reading, 
 test("express: POST chunked 3 KB then 3 KB more, never ending → 413 at the crossing byte", {
   timeout: 20_000,
 }, async () => {
-  const { req, reply } = open(`${goodUrl}/webhooks/stripe`, {
-    headers: { ...stripeHeaders(stripeBody("evt_express_chunked")), "transfer-encoding": "chunked" },
-  });
-  req.write(Buffer.alloc(3 * 1024, "a"));
-  req.write(Buffer.alloc(3 * 1024, "b"));
-  const answer = await reply;
-  req.destroy();
+  const answer = await postChunkedPastCap(`${goodUrl}/webhooks/stripe`, "evt_express_chunked");
   assert.equal(answer.status, 413, answer.text);
   assert.equal(answer.headers.connection, "close");
 });

@@ -11,13 +11,14 @@ import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {
   ledgerCounts,
   NOW_S,
-  open,
   type Reply,
   STRIPE_CAP,
   STRIPE_SECRETS,
   send,
   stripeBody,
   stripeHeaders,
+  postDeclaredTooLarge,
+  postChunkedPastCap,
 } from "../helpers/http.js";
 
 const BULK_CAP = 2 * 1024 * 1024;
@@ -150,12 +151,7 @@ test("fastify: GET, PUT or DELETE → hookledger's 405 with Allow: POST", async 
 test("fastify: POST declaring Content-Length 10 000 000 → 413 before reading, connection closed, no row", {
   timeout: 20_000,
 }, async () => {
-  const { req, reply } = open(`${url}/webhooks/stripe`, {
-    headers: { ...stripeHeaders(stripeBody("evt_fastify_big")), "content-length": 10_000_000 },
-  });
-  req.flushHeaders();
-  const answer = await reply;
-  req.destroy();
+  const answer = await postDeclaredTooLarge(`${url}/webhooks/stripe`, "evt_fastify_big");
   assert.equal(answer.status, 413, answer.text);
   assert.equal(JSON.parse(answer.text).error, "payload_too_large");
   assert.equal(answer.headers.connection, "close");
@@ -165,13 +161,7 @@ test("fastify: POST declaring Content-Length 10 000 000 → 413 before reading, 
 test("fastify: POST chunked 3 KB then 3 KB more, never ending → 413 at the crossing byte", {
   timeout: 20_000,
 }, async () => {
-  const { req, reply } = open(`${url}/webhooks/stripe`, {
-    headers: { ...stripeHeaders(stripeBody("evt_fastify_chunked")), "transfer-encoding": "chunked" },
-  });
-  req.write(Buffer.alloc(3 * 1024, "a"));
-  req.write(Buffer.alloc(3 * 1024, "b"));
-  const answer = await reply;
-  req.destroy();
+  const answer = await postChunkedPastCap(`${url}/webhooks/stripe`, "evt_fastify_chunked");
   assert.equal(answer.status, 413, answer.text);
   assert.equal(JSON.parse(answer.text).error, "payload_too_large");
   assert.equal(answer.headers.connection, "close");

@@ -13,12 +13,13 @@ import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {
   ledgerCounts,
   NOW_S,
-  open,
   type Reply,
   send,
   stripeBody,
   stripeHeaders,
   testReceiver,
+  postDeclaredTooLarge,
+  postChunkedPastCap,
 } from "../helpers/http.js";
 
 let t: TestLedger;
@@ -102,12 +103,7 @@ test("hono (node-server): timestamp 301 s old → 401 uniform; unknown source �
 test("hono (node-server): POST declaring Content-Length 10 000 000 → 413 before reading, no row", {
   timeout: 20_000,
 }, async () => {
-  const { req, reply } = open(`${url}/webhooks/stripe`, {
-    headers: { ...stripeHeaders(stripeBody("evt_hono_big")), "content-length": 10_000_000 },
-  });
-  req.flushHeaders();
-  const answer = await reply;
-  req.destroy();
+  const answer = await postDeclaredTooLarge(`${url}/webhooks/stripe`, "evt_hono_big");
   assert.equal(answer.status, 413, answer.text);
   assert.equal(JSON.parse(answer.text).error, "payload_too_large");
   assert.deepEqual(await counts("evt_hono_big"), { events: 0, duplicates: 0 });
@@ -116,13 +112,7 @@ test("hono (node-server): POST declaring Content-Length 10 000 000 → 413 befor
 test("hono (node-server): POST chunked 3 KB then 3 KB more, never ending → 413 at the crossing byte", {
   timeout: 20_000,
 }, async () => {
-  const { req, reply } = open(`${url}/webhooks/stripe`, {
-    headers: { ...stripeHeaders(stripeBody("evt_hono_chunked")), "transfer-encoding": "chunked" },
-  });
-  req.write(Buffer.alloc(3 * 1024, "a"));
-  req.write(Buffer.alloc(3 * 1024, "b"));
-  const answer = await reply;
-  req.destroy();
+  const answer = await postChunkedPastCap(`${url}/webhooks/stripe`, "evt_hono_chunked");
   assert.equal(answer.status, 413, answer.text);
 });
 

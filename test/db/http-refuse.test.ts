@@ -14,6 +14,8 @@ import {
   stripeHeaders,
   stripeSignature,
   testReceiver,
+  postDeclaredTooLarge,
+  postChunkedPastCap,
 } from "../helpers/http.js";
 
 let t: TestLedger;
@@ -146,13 +148,7 @@ test("POST declaring Content-Length 10 000 000 and sending no body → 413 decid
   timeout: 20_000,
 }, async () => {
   const before = await totals();
-  const payload = stripeBody("evt_declared_too_large");
-  const { req, reply } = open(stripeUrl, {
-    headers: { ...stripeHeaders(payload), "content-length": 10_000_000 },
-  });
-  req.flushHeaders();
-  const answer = await reply;
-  req.destroy();
+  const answer = await postDeclaredTooLarge(stripeUrl, "evt_declared_too_large");
   assertError(answer, 413, "payload_too_large");
   // The rest of the declared body will never be read, so the connection cannot carry another request.
   assert.equal(answer.headers.connection, "close");
@@ -163,13 +159,7 @@ test("POST chunked, 3 KB then 3 KB more, never ending → 413 at the crossing by
   timeout: 20_000,
 }, async () => {
   const before = await totals();
-  const { req, reply } = open(stripeUrl, {
-    headers: { ...stripeHeaders(stripeBody("evt_chunked")), "transfer-encoding": "chunked" },
-  });
-  req.write(Buffer.alloc(3 * 1024, "a"));
-  req.write(Buffer.alloc(3 * 1024, "b"));
-  const answer = await reply;
-  req.destroy();
+  const answer = await postChunkedPastCap(stripeUrl, "evt_chunked");
   assertError(answer, 413, "payload_too_large");
   assert.equal(answer.headers.connection, "close");
   assert.deepEqual(await totals(), before);

@@ -156,3 +156,29 @@ export async function ledgerCounts(
   if (!row) throw new Error("count query returned no row");
   return row;
 }
+
+/**
+ * POSTs a signed Stripe event's headers declaring a 10 MB body and sends none: only a server that decides the 413
+ * from Content-Length, before reading, ever answers.
+ */
+export async function postDeclaredTooLarge(url: string, id: string): Promise<Reply> {
+  const { req, reply } = open(url, {
+    headers: { ...stripeHeaders(stripeBody(id)), "content-length": 10_000_000 },
+  });
+  req.flushHeaders();
+  const answer = await reply;
+  req.destroy();
+  return answer;
+}
+
+/** POSTs chunked, 3 KB then 3 KB more, never ending: the 413 must come at the byte that crosses a 4 KB cap. */
+export async function postChunkedPastCap(url: string, id: string): Promise<Reply> {
+  const { req, reply } = open(url, {
+    headers: { ...stripeHeaders(stripeBody(id)), "transfer-encoding": "chunked" },
+  });
+  req.write(Buffer.alloc(3 * 1024, "a"));
+  req.write(Buffer.alloc(3 * 1024, "b"));
+  const answer = await reply;
+  req.destroy();
+  return answer;
+}
