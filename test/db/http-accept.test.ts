@@ -3,12 +3,10 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, test } from "node:test";
-import { sign } from "@octokit/webhooks-methods";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 import {
-  GITHUB_SECRET,
   ledgerCounts,
   NOW_S,
   open,
@@ -19,6 +17,7 @@ import {
   stripeBody,
   stripeHeaders,
   testReceiver,
+  githubHeaders,
 } from "../helpers/http.js";
 
 let t: TestLedger;
@@ -191,12 +190,7 @@ test("POST a GitHub body again under a new X-GitHub-Delivery → 200 duplicate o
   });
   const post = async (delivery: string) =>
     send(`${server.url}/webhooks/github`, {
-      headers: {
-        "content-type": "application/json",
-        "x-github-delivery": delivery,
-        "x-github-event": "pull_request",
-        "x-hub-signature-256": await sign(GITHUB_SECRET, payload),
-      },
+      headers: await githubHeaders(payload, delivery, "pull_request"),
       body: payload,
     });
   const first = "72d3162e-cc78-11e3-81ab-4c9367dc0958";

@@ -8,7 +8,6 @@ import { after, before, test } from "node:test";
 import express, { type ErrorRequestHandler, type Express } from "express";
 import Fastify, { type FastifyInstance } from "fastify";
 import { Hono } from "hono";
-import { sign } from "@octokit/webhooks-methods";
 import Stripe from "stripe";
 import type { Pool } from "../../src/db/pool.js";
 import { inlineGuardExpress } from "../../src/http/inline-express.js";
@@ -19,13 +18,13 @@ import type { InlineMode, InlineTicket } from "../../src/inline/types.js";
 import { silentLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import {
-  GITHUB_SECRET,
   NOW_S,
   type Reply,
   STRIPE_SECRETS,
   send,
   stripeBody,
   stripeHeaders,
+  githubHeaders,
 } from "../helpers/http.js";
 import { inlineSources } from "../helpers/inline.js";
 
@@ -279,12 +278,7 @@ test("inlineGuardFastify: a parser that passes the stream on (200 KB, past the s
   const url = `${await listenFastify(app)}/github/webhook`;
   const payload = JSON.stringify({ action: "opened", padding: "x".repeat(200_000) });
   const reply = await send(url, {
-    headers: {
-      "content-type": "application/json",
-      "x-github-delivery": "9d3e1c2a-0000-4000-8000-00000000f00d",
-      "x-github-event": "issues",
-      "x-hub-signature-256": await sign(GITHUB_SECRET, payload),
-    },
+    headers: await githubHeaders(payload, "9d3e1c2a-0000-4000-8000-00000000f00d", "issues"),
     body: payload,
   });
   assert.deepEqual(JSON.parse(reply.text), { bytes: Buffer.byteLength(payload) });

@@ -3,13 +3,12 @@
 // flips the mode on the same ledger without a migration.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { sign } from "@octokit/webhooks-methods";
 import { withTransaction } from "../../src/db/pool.js";
 import type { InlineNodeHandler } from "../../src/http/inline-node.js";
 import type { DeliveryReport } from "../../src/http/observer.js";
 import { pickEvent } from "../../src/ledger/pick.js";
 import { waitFor } from "../helpers/db.js";
-import { GITHUB_SECRET, ledgerCounts, send, stripeBody } from "../helpers/http.js";
+import { ledgerCounts, send, stripeBody, githubHeaders } from "../helpers/http.js";
 import { inlineBed } from "../helpers/inline-bed.js";
 
 const bed = inlineBed();
@@ -124,12 +123,7 @@ test("a GitHub body re-sent under a new X-GitHub-Delivery is a duplicate of the 
   const payload = JSON.stringify({ action: "opened", number: 9, pull_request: { id: 3 } });
   const postGithub = async (delivery: string) =>
     send(`${server.url}/webhooks/github`, {
-      headers: {
-        "content-type": "application/json",
-        "x-github-delivery": delivery,
-        "x-github-event": "pull_request",
-        "x-hub-signature-256": await sign(GITHUB_SECRET, payload),
-      },
+      headers: await githubHeaders(payload, delivery, "pull_request"),
       body: payload,
     });
   assert.equal((await postGithub("7c1d5a40-0000-4000-8000-000000000001")).text, "ok");

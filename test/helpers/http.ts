@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { type ClientRequest, createServer, type IncomingHttpHeaders, request } from "node:http";
+import { sign } from "@octokit/webhooks-methods";
 import Stripe from "stripe";
 import { createReceiver, type Receiver, type ReceiverOptions } from "../../src/http/core.js";
 import { createNodeHandler } from "../../src/http/node.js";
@@ -181,4 +182,19 @@ export async function postChunkedPastCap(url: string, id: string): Promise<Reply
   const answer = await reply;
   req.destroy();
   return answer;
+}
+
+/** Headers of a GitHub delivery as GitHub sends them, signed with octokit's own `sign`. */
+export async function githubHeaders(
+  payload: string,
+  delivery: string,
+  event: string,
+  secret: string = GITHUB_SECRET,
+): Promise<Record<string, string>> {
+  return {
+    "content-type": "application/json",
+    "x-github-delivery": delivery,
+    "x-github-event": event,
+    "x-hub-signature-256": await sign(secret, payload),
+  };
 }
