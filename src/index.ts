@@ -23,9 +23,9 @@ export {
   type Receiver,
   type ReceiverOptions,
   type Source,
-} from "./http/core.js";
-export { createFetchHandler, type FetchHandlerOptions } from "./http/fetch.js";
-export { createNodeHandler, type NodeHandlerOptions } from "./http/node.js";
+} from "./edge/receiver.js";
+export { createFetchHandler, type FetchHandlerOptions } from "./adapters/web/receiver.js";
+export { createNodeHandler, type NodeHandlerOptions } from "./adapters/node/receiver.js";
 
 export { type ArrivedVia, type ClaimInput, type ClaimResult, claimEvent } from "./ledger/claim.js";
 export { type LedgerContext, ledgerContext } from "./ledger/context.js";
@@ -43,7 +43,7 @@ export { type EventKey, type RetryResult, retryEvents } from "./ledger/retry.js"
 export { type PruneOptions, type PruneReport, PruneRefused, runPrune } from "./prune/run.js";
 export { type Pruner, type PrunerOptions, startPruner } from "./prune/schedule.js";
 export { REPLAY_WINDOW_MS } from "./prune/windows.js";
-export { REPLAY_TOKEN_HEADER } from "./http/replay-token.js";
+export { REPLAY_TOKEN_HEADER } from "./edge/replay-token.js";
 export { type ReconcilerOptions, startReconciler } from "./replay/reconciler.js";
 export type { ReplayReport } from "./replay/report.js";
 export { replayStripe, type StripeReplayOptions } from "./replay/stripe.js";

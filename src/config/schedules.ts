@@ -1,4 +1,4 @@
-import type { Source } from "../http/core.js";
+import type { Source } from "../edge/receiver.js";
 import { defaultTombstoneHorizonMs, horizonRefusals } from "../prune/windows.js";
 import { durationMs } from "./duration.js";
 import { type Configurable, isEnvRef } from "./env.js";

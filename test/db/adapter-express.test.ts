@@ -5,7 +5,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import express, { type Express } from "express";
-import { assertNoBodyParserBefore, createExpressHandler } from "../../src/http/express.js";
+import { assertNoBodyParserBefore, createExpressHandler } from "../../src/adapters/express/receiver.js";
 import { createLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {

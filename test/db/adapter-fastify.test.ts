@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
-import { createReceiver } from "../../src/http/core.js";
-import { hookledgerFastify } from "../../src/http/fastify.js";
+import { createReceiver } from "../../src/edge/receiver.js";
+import { hookledgerFastify } from "../../src/adapters/fastify/receiver.js";
 import { createLogger, silentLogger } from "../../src/log.js";
 import { stripeProvider } from "../../src/providers/stripe.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";

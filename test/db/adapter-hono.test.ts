@@ -6,8 +6,8 @@ import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
-import { createFetchHandler } from "../../src/http/fetch.js";
-import { createHonoHandler } from "../../src/http/hono.js";
+import { createFetchHandler } from "../../src/adapters/web/receiver.js";
+import { createHonoHandler } from "../../src/adapters/hono/receiver.js";
 import { createLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {

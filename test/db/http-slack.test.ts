@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { after, before, test } from "node:test";
-import { createReceiver } from "../../src/http/core.js";
+import { createReceiver } from "../../src/edge/receiver.js";
 import { silentLogger } from "../../src/log.js";
 import { slackProvider } from "../../src/providers/slack.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";

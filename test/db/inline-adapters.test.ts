@@ -10,11 +10,11 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { Hono } from "hono";
 import Stripe from "stripe";
 import type { Pool } from "../../src/db/pool.js";
-import { inlineGuardExpress } from "../../src/http/inline-express.js";
-import { inlineGuardFastify, inlineTicket } from "../../src/http/inline-fastify.js";
-import { inlineGuardFetch } from "../../src/http/inline-fetch.js";
-import { createInlineGuard } from "../../src/inline/guard.js";
-import type { InlineMode, InlineTicket } from "../../src/inline/types.js";
+import { inlineGuardExpress } from "../../src/adapters/express/guard.js";
+import { inlineGuardFastify, inlineTicket } from "../../src/adapters/fastify/guard.js";
+import { inlineGuardFetch } from "../../src/adapters/web/guard.js";
+import { createInlineGuard } from "../../src/edge/inline/guard.js";
+import type { InlineMode, InlineTicket } from "../../src/edge/inline/types.js";
 import { silentLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import {

@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { withTransaction } from "../../src/db/pool.js";
-import type { InlineNodeHandler } from "../../src/http/inline-node.js";
-import type { DeliveryReport } from "../../src/http/observer.js";
+import type { InlineNodeHandler } from "../../src/adapters/node/guard.js";
+import type { DeliveryReport } from "../../src/edge/observer.js";
 import { pickEvent } from "../../src/ledger/pick.js";
 import { waitFor } from "../helpers/db.js";
 import { ledgerCounts, send, stripeBody, githubHeaders } from "../helpers/http.js";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { createInlineGuard } from "../../src/inline/guard.js";
+import { createInlineGuard } from "../../src/edge/inline/guard.js";
 import { silentLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { NOW_S, STRIPE_SECRETS, send, stripeBody, stripeHeaders } from "../helpers/http.js";

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import type { Pool } from "../../src/db/pool.js";
-import type { InlineNodeHandler } from "../../src/http/inline-node.js";
-import { createInlineGuard, type InlineGuardOptions } from "../../src/inline/guard.js";
-import type { InlineGuard, InlineMode } from "../../src/inline/types.js";
+import type { InlineNodeHandler } from "../../src/adapters/node/guard.js";
+import { createInlineGuard, type InlineGuardOptions } from "../../src/edge/inline/guard.js";
+import type { InlineGuard, InlineMode } from "../../src/edge/inline/types.js";
 import { silentLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger, waitFor } from "./db.js";
 import { NOW_S, type Reply, STRIPE_SECRETS, send, stripeHeaders } from "./http.js";

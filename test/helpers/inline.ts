@@ -1,12 +1,12 @@
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Source } from "../../src/http/core.js";
+import type { Source } from "../../src/edge/receiver.js";
 import {
   createInlineNodeMiddleware,
   type InlineNodeHandler,
   type InlineNodeOptions,
-} from "../../src/http/inline-node.js";
-import type { InlineGuard } from "../../src/inline/types.js";
+} from "../../src/adapters/node/guard.js";
+import type { InlineGuard } from "../../src/edge/inline/types.js";
 import { silentLogger } from "../../src/log.js";
 import { githubProvider } from "../../src/providers/github.js";
 import { stripeProvider } from "../../src/providers/stripe.js";

@@ -1,10 +1,10 @@
 import type { Application, Request, RequestHandler, Response } from "express";
-import { type Answer, answerError } from "../errors.js";
-import type { Logger } from "../log.js";
-import type { Receiver } from "./core.js";
-import { nodeHeaders } from "./node.js";
-import { bodyParsedAnswer, logBodyParsed, nodeBodyState } from "./parsed-body.js";
-import { sourceFromPath } from "./route.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { Logger } from "../../log.js";
+import type { Receiver } from "../../edge/receiver.js";
+import { nodeHeaders } from "../node/receiver.js";
+import { bodyParsedAnswer, logBodyParsed, nodeBodyState } from "../../edge/parsed-body.js";
+import { sourceFromPath } from "../../edge/route.js";
 
 /**
  * Options of {@link createExpressHandler}.

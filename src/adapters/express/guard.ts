@@ -1,9 +1,9 @@
 import type { Request, RequestHandler, Response } from "express";
-import { type Answer, answerError } from "../errors.js";
-import type { InlineGuard, InlineTicket } from "../inline/types.js";
-import { createLogger, type Logger } from "../log.js";
-import { nodeHeaders } from "./node.js";
-import { bodyParsedAnswer, logBodyParsed, nodeBodyState, recordChunks } from "./parsed-body.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
+import { createLogger, type Logger } from "../../log.js";
+import { nodeHeaders } from "../node/receiver.js";
+import { bodyParsedAnswer, logBodyParsed, nodeBodyState, recordChunks } from "../../edge/parsed-body.js";
 
 /**
  * Options of {@link inlineGuardExpress}.

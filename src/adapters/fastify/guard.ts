@@ -6,10 +6,10 @@ import type {
   preHandlerAsyncHookHandler,
   preParsingAsyncHookHandler,
 } from "fastify";
-import { type Answer, answerError } from "../errors.js";
-import type { InlineGuard, InlineTicket } from "../inline/types.js";
-import { createLogger, type Logger } from "../log.js";
-import { nodeHeaders } from "./node.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
+import { createLogger, type Logger } from "../../log.js";
+import { nodeHeaders } from "../node/receiver.js";
 
 /**
  * Options of {@link inlineGuardFastify}.

@@ -1,10 +1,10 @@
 import type { Readable } from "node:stream";
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from "fastify";
-import { type Answer, answerError } from "../errors.js";
-import type { Logger } from "../log.js";
-import type { Receiver } from "./core.js";
-import { nodeHeaders } from "./node.js";
-import { bodyParsedAnswer, logBodyParsed } from "./parsed-body.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { Logger } from "../../log.js";
+import type { Receiver } from "../../edge/receiver.js";
+import { nodeHeaders } from "../node/receiver.js";
+import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
 
 /**
  * Options of {@link hookledgerFastify}.

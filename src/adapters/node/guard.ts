@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Answer, answerError } from "../errors.js";
-import type { InlineGuard, InlineTicket } from "../inline/types.js";
-import { createLogger, type Logger } from "../log.js";
-import { nodeHeaders } from "./node.js";
-import { bodyParsedAnswer, logBodyParsed, nodeBodyState, recordChunks } from "./parsed-body.js";
-import { sourceFromPath } from "./route.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
+import { createLogger, type Logger } from "../../log.js";
+import { nodeHeaders } from "./receiver.js";
+import { bodyParsedAnswer, logBodyParsed, nodeBodyState, recordChunks } from "../../edge/parsed-body.js";
+import { sourceFromPath } from "../../edge/route.js";
 
 /**
  * The app's existing node:http webhook handler. The guard has read the raw body (the request stream is consumed):

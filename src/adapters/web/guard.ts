@@ -1,8 +1,14 @@
-import { type Answer, answerError } from "../errors.js";
-import type { InlineGuard, InlineTicket } from "../inline/types.js";
-import { createLogger, type Logger } from "../log.js";
-import { bodyParsedAnswer, logBodyParsed, recordChunks, webBodyState, webChunks } from "./parsed-body.js";
-import { sourceFromPath } from "./route.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
+import { createLogger, type Logger } from "../../log.js";
+import {
+  bodyParsedAnswer,
+  logBodyParsed,
+  recordChunks,
+  webBodyState,
+  webChunks,
+} from "../../edge/parsed-body.js";
+import { sourceFromPath } from "../../edge/route.js";
 
 /**
  * The app's existing Web-standard webhook handler. `request` carries the same raw bytes the guard verified (its

@@ -1,7 +1,7 @@
-import { type Answer, answerError } from "../errors.js";
-import type { Receiver } from "./core.js";
-import { bodyParsedAnswer, logBodyParsed, webBodyState, webChunks } from "./parsed-body.js";
-import { routeFromPath } from "./route.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { Receiver } from "../../edge/receiver.js";
+import { bodyParsedAnswer, logBodyParsed, webBodyState, webChunks } from "../../edge/parsed-body.js";
+import { routeFromPath } from "../../edge/route.js";
 
 /** Options of {@link createFetchHandler}. */
 export interface FetchHandlerOptions {

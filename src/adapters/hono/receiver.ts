@@ -1,9 +1,9 @@
 import type { Context } from "hono";
-import { type Answer, answerError } from "../errors.js";
-import type { Logger } from "../log.js";
-import type { Receiver } from "./core.js";
-import { bodyParsedAnswer, logBodyParsed, webBodyState, webChunks } from "./parsed-body.js";
-import { sourceFromPath } from "./route.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { Logger } from "../../log.js";
+import type { Receiver } from "../../edge/receiver.js";
+import { bodyParsedAnswer, logBodyParsed, webBodyState, webChunks } from "../../edge/parsed-body.js";
+import { sourceFromPath } from "../../edge/route.js";
 
 /**
  * Options of {@link createHonoHandler}.

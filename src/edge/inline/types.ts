@@ -1,6 +1,6 @@
-import type { Answer } from "../errors.js";
-import type { Delivery } from "../http/core.js";
-import type { ParsedEvent } from "../providers/types.js";
+import type { Answer } from "../../errors.js";
+import type { Delivery } from "../receiver.js";
+import type { ParsedEvent } from "../../providers/types.js";
 
 /**
  * How the inline guard treats duplicates (DESIGN.md §7). `shadow`: every delivery still reaches the app's handler

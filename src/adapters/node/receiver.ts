@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Answer, answerError } from "../errors.js";
-import type { HeaderBag } from "../providers/types.js";
-import type { Receiver } from "./core.js";
-import { bodyParsedAnswer, logBodyParsed, nodeBodyState } from "./parsed-body.js";
-import { routeFromPath } from "./route.js";
+import { type Answer, answerError } from "../../errors.js";
+import type { HeaderBag } from "../../providers/types.js";
+import type { Receiver } from "../../edge/receiver.js";
+import { bodyParsedAnswer, logBodyParsed, nodeBodyState } from "../../edge/parsed-body.js";
+import { routeFromPath } from "../../edge/route.js";
 
 /** Options of {@link createNodeHandler}. */
 export interface NodeHandlerOptions {
