@@ -35,7 +35,7 @@ export const command: Command = {
   async run(args, io) {
     const [provider, ...rest] = args;
     if (provider === "stripe") {
-      const { runStripeCommand } = await import("../../replay/stripe-command.js");
+      const { runStripeCommand } = await import("./replay-stripe.js");
       return runStripeCommand("reconcile", rest, io, HELP);
     }
     if (provider === undefined || provider === "--help" || provider === "-h" || provider === "help") {
