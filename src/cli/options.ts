@@ -3,6 +3,9 @@ import { durationMs, pointInTime } from "../config/duration.js";
 import { CliError } from "./errors.js";
 
 type OptionsConfig = NonNullable<ParseArgsConfig["options"]>;
+type Parsed<O extends OptionsConfig> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: boolean }>
+>;
 
 /**
  * Parses a command's arguments with `node:util` parseArgs, strict. An unknown option, a missing value, a value
@@ -17,7 +20,7 @@ export function parseOptions<const O extends OptionsConfig>(
   args: string[],
   options: O,
   { positionals = false }: { positionals?: boolean } = {},
-) {
+): Parsed<O> {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: positionals });
   } catch (error) {
