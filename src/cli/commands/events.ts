@@ -13,7 +13,7 @@ import { parseOptions, timeOption } from "../options.js";
 import { eventId, oneOf, parseCount, parseIds } from "../events/args.js";
 import { confirm } from "../events/confirm.js";
 import { withLedger } from "../events/with-ledger.js";
-import { EVENTS_HELP, EVENTS_USAGE } from "../events/help.js";
+import { EVENTS_COMMON, EVENTS_HELP, EVENTS_USAGE } from "../events/help.js";
 import {
   eventJson,
   formatEventDetail,
@@ -231,6 +231,6 @@ function timeFilter(values: { source?: string; type?: string; since?: string; un
 }
 
 function help(io: CommandIO, sub: keyof typeof EVENTS_HELP): number {
-  io.out(`Usage: ${EVENTS_HELP[sub]}`);
+  io.out(`Usage: ${EVENTS_HELP[sub]}\n${EVENTS_COMMON}`);
   return 0;
 }

@@ -43,12 +43,15 @@ export const EVENTS_HELP = {
 `,
 } as const;
 
+/** What every subcommand takes besides its own options. */
+export const EVENTS_COMMON = `Every subcommand: --config FILE (default: ./hookledger.config.mjs, else the demo); -h, --help;
+DATABASE_URL and HOOKLEDGER_SCHEMA choose the database and the ledger's schema.
+`;
+
 /** The whole `hookledger events --help`. */
 export const EVENTS_USAGE = `hookledger events: look at the ledger's events and repair them
 
 Usage: hookledger events <list|show|retry|requeue> [options]
 
 ${Object.values(EVENTS_HELP).join("\n")}
-Every subcommand: --config FILE (default: ./hookledger.config.mjs, else the demo); DATABASE_URL and
-HOOKLEDGER_SCHEMA choose the database and the ledger's schema.
-`;
+${EVENTS_COMMON}`;
