@@ -75,8 +75,13 @@ async function main(argv: string[]): Promise<number> {
     const what = first.startsWith("-") ? `unknown option '${first}'` : `unknown command '${first}'`;
     throw new CliError(`${what}; commands are ${COMMANDS.join(", ")} (see \`hookledger --help\`)`, 2);
   }
-  const { command } = (await import(`./commands/${first}.js`)) as { command: Command };
-  return command.run(rest, io);
+  const module = (await import(`./commands/${first}.js`).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes(`commands/${first}.js`)) {
+      throw new CliError(`${first} is missing from this build of hookledger; reinstall the package`);
+    }
+    throw error;
+  })) as { command: Command };
+  return module.command.run(rest, io);
 }
 
 main(process.argv.slice(2)).then(
