@@ -123,6 +123,21 @@ test("hookledger <command> with an unknown option exits 2 listing that command's
   }
 });
 
+test("hookledger replay|reconcile|events with an option before the provider or subcommand exits 2 naming both", async () => {
+  for (const [command, first] of [
+    ["replay", "a provider first: replay stripe … or replay github …"],
+    ["reconcile", "a provider first: reconcile stripe …"],
+    ["events", "a subcommand first: list, show, retry or requeue"],
+  ] as const) {
+    const r = await runCli([command, "--since", "2h"]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(
+      r.stderr,
+      new RegExp(`^hookledger ${command}: unknown option '--since'; ${command} takes ${first}`),
+    );
+  }
+});
+
 test("hookledger <command> with an option missing its value exits 2 naming the option", async () => {
   for (const args of [
     ["serve", "--port"],

@@ -51,6 +51,13 @@ export const command: Command = {
     }
     const subs: Record<string, Sub> = { list, show, retry, requeue };
     const run = subs[sub];
+    if (!run && sub.startsWith("-")) {
+      throw new CliError(
+        `unknown option '${sub}'; events takes a subcommand first: list, show, retry or requeue (see \`hookledger events --help\`)`,
+        2,
+        "events",
+      );
+    }
     if (!run) throw new CliError(`unknown subcommand 'events ${sub}'; use list, show, retry or requeue`, 2);
     return run(rest, io);
   },

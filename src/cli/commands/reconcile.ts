@@ -42,6 +42,13 @@ export const command: Command = {
       io.out(HELP);
       return provider === undefined ? 2 : 0;
     }
+    if (provider.startsWith("-")) {
+      throw new CliError(
+        `unknown option '${provider}'; reconcile takes a provider first: reconcile stripe … (see \`hookledger reconcile --help\`)`,
+        2,
+        "reconcile",
+      );
+    }
     throw new CliError(`reconcile: unknown provider '${provider}'; only reconcile stripe exists`, 2);
   },
 };

@@ -27,7 +27,8 @@ const OPTIONS = {
 } as const;
 
 /**
- * Runs `hookledger replay stripe …` or `hookledger reconcile stripe …` (arguments after `stripe`).
+ * Runs `hookledger replay stripe …` or `hookledger reconcile stripe …` (arguments after `stripe`); `now` is the
+ * clock `--since`/`--until` and Stripe's 30-day window are measured from.
  *
  * @example
  * await runStripeCommand("replay", ["--source", "stripe", "--since", "2h", "--dry-run"], io, help);
@@ -37,6 +38,7 @@ export async function runStripeCommand(
   args: string[],
   io: CommandIO,
   help: string,
+  { now = Date.now() }: { now?: number } = {},
 ): Promise<number> {
   // reconcile takes a subset: parsing with it first names exactly what reconcile accepts.
   if (kind === "reconcile") parseOptions("reconcile stripe", args, RECONCILE_OPTIONS);
@@ -45,7 +47,6 @@ export async function runStripeCommand(
     io.out(help);
     return 0;
   }
-  const now = Date.now();
   if (!values.source) throw new CliError(`--source NAME is required: the Stripe source to ${kind}`, 2);
   if (!values.since) throw new CliError("--since is required, e.g. --since 2h or --since 2025-06-01", 2);
   const since = timeOption("--since", values.since, now);
@@ -93,6 +94,7 @@ export async function runStripeCommand(
       api: { apiKey, apiKeyEnv: keyEnv, ...(apiBase && { apiBase }) },
       since,
       until,
+      now,
       types,
       ...(values["undelivered-only"] && { undeliveredOnly: true }),
       ...(db && { ledger: { db: db.pool, ledger: db.ledger } }),

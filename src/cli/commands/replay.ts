@@ -60,6 +60,13 @@ export const command: Command = {
       io.out(HELP);
       return provider === undefined ? 2 : 0;
     }
+    if (provider.startsWith("-")) {
+      throw new CliError(
+        `unknown option '${provider}'; replay takes a provider first: replay stripe … or replay github … (see \`hookledger replay --help\`)`,
+        2,
+        "replay",
+      );
+    }
     throw new CliError(`replay: unknown provider '${provider}'; use replay stripe or replay github`, 2);
   },
 };
