@@ -18,12 +18,17 @@ export async function runUntilSignal(
   announce: (url: string | undefined) => void,
 ): Promise<number> {
   const log: Logger = options.log;
-  const service = await startService(config, options).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "EADDRINUSE") {
-      throw new CliError(`port ${port.port} is in use; ${port.fix}, or stop the process using it`);
-    }
-    throw error;
-  });
+  const service = await startService(config, options).catch(
+    (error: NodeJS.ErrnoException & { port?: number }) => {
+      // Only the HTTP listen: the embedded Postgres reports its own port problems.
+      if (error.code === "EADDRINUSE" && error.syscall === "listen") {
+        throw new CliError(
+          `port ${error.port ?? port.port} is in use; ${port.fix}, or stop the process using it`,
+        );
+      }
+      throw error;
+    },
+  );
   announce(service.url);
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
