@@ -27,6 +27,8 @@ export interface AttemptContext {
   stale(): boolean;
   /** True once the handler called `ctx.ignore()`. */
   ignored(): boolean;
+  /** The settle outcome of a handler that returned: `stale` wins over `ignored`, else `applied`. */
+  outcome(): "applied" | "stale" | "ignored";
   /** Ends the attempt: the handler's `ctx.tx` refuses every later query. */
   end(): void;
 }
@@ -96,6 +98,7 @@ export function attemptContext(
     ctx,
     stale: () => stale,
     ignored: () => ignored,
+    outcome: () => (stale ? "stale" : ignored ? "ignored" : "applied"),
     end: () => {
       over = true;
     },
