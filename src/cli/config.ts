@@ -16,6 +16,8 @@ export interface LoadedConfig {
   readonly config: ResolvedConfig;
   /** The file, or `undefined` for the built-in demo. */
   readonly file: string | undefined;
+  /** The configuration as written (before env references are resolved): provider options by source. */
+  readonly raw: HookledgerConfig;
   readonly setup?: (pool: Pool) => Promise<void>;
 }
 
@@ -35,7 +37,8 @@ export async function loadConfig(file: string | undefined): Promise<LoadedConfig
   }
   try {
     if (!path) {
-      return { config: resolveConfig(demoConfig()), file: undefined, setup: setupDemo };
+      const raw = demoConfig();
+      return { config: resolveConfig(raw), file: undefined, raw, setup: setupDemo };
     }
     let module: { default?: HookledgerConfig };
     try {
@@ -46,7 +49,7 @@ export async function loadConfig(file: string | undefined): Promise<LoadedConfig
     if (!module.default) {
       throw new CliError(`${path} has no default export; export default defineConfig({ sources: [...] })`);
     }
-    return { config: resolveConfig(module.default), file: path };
+    return { config: resolveConfig(module.default), file: path, raw: module.default };
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(`${path ?? "demo config"}: ${error.message}`);
     throw error;

@@ -7,10 +7,9 @@ import { startEmbeddedPostgres } from "../db/embedded.js";
 import { createPool } from "../db/pool.js";
 import { createLogger } from "../log.js";
 import { startService } from "../service.js";
-import { commandDatabaseUrl, loadConfig } from "./config.js";
+import { loadConfig } from "./config.js";
 import type { Command } from "./commands/types.js";
 import { CliError } from "./errors.js";
-import { sendDemo } from "./send.js";
 import { statsCommand } from "./stats.js";
 
 const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
@@ -55,7 +54,7 @@ Examples:
 `;
 
 // Commands in their own modules (src/cli/commands/<name>.ts) parse their own arguments.
-const MODULE_COMMANDS: readonly string[] = ["events", "prune", "replay", "reconcile"];
+const MODULE_COMMANDS: readonly string[] = ["events", "prune", "replay", "reconcile", "send"];
 
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
@@ -137,17 +136,6 @@ async function main(argv: string[]): Promise<number> {
         await pool.end();
         await embedded?.stop();
       }
-      return 0;
-    }
-    case "send": {
-      const { config } = await loadConfig(values.config);
-      const url = values.url ?? `http://127.0.0.1:${config.port}`;
-      const databaseUrl = await commandDatabaseUrl(config).catch(() => undefined);
-      await sendDemo(
-        url.replace(/\/$/, ""),
-        databaseUrl ? { url: databaseUrl, schema: config.schema } : undefined,
-        (line) => process.stdout.write(`${line}\n`),
-      );
       return 0;
     }
     case "stats": {

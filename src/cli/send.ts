@@ -85,6 +85,7 @@ export async function sendDemo(
   baseUrl: string,
   database: { url: string; schema: string } | undefined,
   out: (line: string) => void,
+  post: (url: string, init: RequestInit) => Promise<Response> = fetch,
 ) {
   const samples = demoSamples();
   const client = database ? new pg.Client({ connectionString: database.url }) : undefined;
@@ -117,7 +118,7 @@ export async function sendDemo(
   };
   try {
     for (const sample of samples) {
-      const response = await fetch(`${baseUrl}/webhooks/${sample.source}`, {
+      const response = await post(`${baseUrl}/webhooks/${sample.source}`, {
         method: "POST",
         headers: sample.headers,
         body: sample.body,

@@ -212,7 +212,13 @@ export function idHeaderOf(signer: DeliverySigner): string | undefined {
   }
 }
 
-function typeHeaderOf(signer: DeliverySigner): string | undefined {
+/**
+ * The header a provider reads the event type from, or `undefined` when it reads it from the body.
+ *
+ * @example
+ * typeHeaderOf({ provider: "github", secret: "s" }); // "X-GitHub-Event"
+ */
+export function typeHeaderOf(signer: DeliverySigner): string | undefined {
   switch (signer.provider) {
     case "github":
       return "X-GitHub-Event";
