@@ -20,7 +20,7 @@ Commands:
   serve     receive webhooks on POST /webhooks/:source and run the worker
   worker    run only the worker (any number of them may share one database)
   migrate   apply the ledger's migrations and exit
-  send      sign and post the demo's sample events to a running service
+  send      sign and post the demo's events, or JSON files as any source, to a running service
   stats     deliveries, duplicate rate, would-skip, refusals; backlog, failures, dead, time to settle
   events    list, show, retry and requeue events in the ledger
   replay    bring back missed events: replay stripe (events API), replay github (redeliveries)
