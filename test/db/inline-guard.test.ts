@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { withTransaction } from "../../src/db/pool.js";
-import type { InlineNodeHandler } from "../../src/adapters/node/guard.js";
+import type { NodeGuardedHandler } from "../../src/adapters/node/guard.js";
 import type { DeliveryReport } from "../../src/edge/observer.js";
 import { pickEvent } from "../../src/ledger/pick.js";
 import { waitFor } from "../helpers/db.js";
@@ -142,7 +142,7 @@ test("HOOKLEDGER_MODE=shadow, then =enforce on the same ledger: no migration bet
   const saved = process.env.HOOKLEDGER_MODE;
   try {
     let calls = 0;
-    const handler: InlineNodeHandler = (_req, res) => {
+    const handler: NodeGuardedHandler = (_req, res) => {
       calls++;
       res.end("ok");
     };

@@ -58,7 +58,7 @@ export interface InlineGuardOptions {
  *
  * @example
  * const guard = createInlineGuard({ sources: config.sources, db: ingestPool, ledger: ledgerContext(), log });
- * http.createServer(createInlineNodeMiddleware(guard, existingHandler, { source: "stripe" })).listen(3000);
+ * http.createServer(createNodeGuard(guard, existingHandler, { source: "stripe" })).listen(3000);
  */
 export function createInlineGuard(options: InlineGuardOptions): InlineGuard {
   const sources = new Map(options.sources.map((s) => [s.name, s]));
