@@ -1,3 +1,4 @@
+import { claimFailureMessage } from "./claim-failure.js";
 import { type Answer, answerError, answerJson } from "../errors.js";
 import { claimEvent } from "../ledger/claim.js";
 import type { LedgerContext, Queryable } from "../ledger/context.js";
@@ -169,10 +170,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         return event.acknowledge ?? answerJson(200, { status: result.status, id: result.id });
       } catch (error) {
         observer.delivery({ source: source.name, result: "unavailable" });
-        log.error(
-          { ...fields, err: (error as Error).message },
-          "claim failed; answering 503 so the provider retries",
-        );
+        log.error({ ...fields, err: (error as Error).message }, claimFailureMessage(error, options.ledger));
         return answerError("unavailable");
       }
     },

@@ -59,10 +59,7 @@ const tickets = new WeakMap<FastifyRequest, InlineTicket>();
  * const guard = createInlineGuard({ sources, db: pool, ledger: ledgerContext(), log });
  * app.post("/stripe/webhook", { ...createFastifyGuard(guard, { source: "stripe", log }) }, existingHandler);
  */
-export function createFastifyGuard(
-  guard: InlineGuard,
-  options: FastifyGuardOptions = {},
-): FastifyGuardHooks {
+export function createFastifyGuard(guard: InlineGuard, options: FastifyGuardOptions = {}): FastifyGuardHooks {
   const log = options.log ?? createLogger();
   const tapes = new WeakMap<FastifyRequest, Tape>();
   const errors = new WeakMap<FastifyRequest, Error>();

@@ -1,3 +1,4 @@
+import { claimFailureMessage } from "../claim-failure.js";
 import { type Answer, answerError, answerJson } from "../../errors.js";
 import { admitDelivery } from "../admit.js";
 import type { Source } from "../receiver.js";
@@ -130,10 +131,7 @@ export function createInlineGuard(options: InlineGuardOptions): InlineGuard {
         });
       } catch (error) {
         observer.delivery({ source: source.name, result: "unavailable" });
-        log.error(
-          { ...fields, err: (error as Error).message },
-          "claim failed; answering 503 so the provider retries",
-        );
+        log.error({ ...fields, err: (error as Error).message }, claimFailureMessage(error, options.ledger));
         return refuse(answerError("unavailable"));
       }
       const claimSeconds = (performance.now() - claimStarted) / 1000;
