@@ -31,7 +31,7 @@ export interface ReceiverOptions {
   /** The clock for timestamp windows. @defaultValue Date.now */
   readonly now?: () => number;
   /**
-   * A claim not committed by then answers 503 so the provider retries (DESIGN.md §4: within 2 s).
+   * A claim not committed by then answers 503 so the provider retries (docs/architecture.md §4: within 2 s).
    * @defaultValue 1800
    */
   readonly claimDeadlineMs?: number;
@@ -78,7 +78,7 @@ export interface Receiver {
 }
 
 /**
- * Creates the framework-neutral edge of DESIGN.md §2 and §4: size cap, verification over the raw bytes, the
+ * Creates the framework-neutral edge of docs/architecture.md §2 and §4: size cap, verification over the raw bytes, the
  * claim, and the answer. Nothing is written unless the delivery verified and parsed.
  *
  * @example

@@ -26,7 +26,7 @@ export interface HandlerContext<P = unknown> {
    */
   readonly tx: PoolClient;
   /**
-   * The version guard (DESIGN.md §6). Returns false when a newer version of the entity was already applied: skip
+   * The version guard (docs/architecture.md §6). Returns false when a newer version of the entity was already applied: skip
    * the writes and return; the event settles as `stale`. Equal versions advance. Without arguments it guards the
    * entity the provider reported.
    *

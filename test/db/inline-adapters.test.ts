@@ -1,4 +1,4 @@
-// DESIGN.md §7 through the framework middlewares with the real inline guard on real Postgres: Express and Fastify
+// docs/architecture.md §7 through the framework middlewares with the real inline guard on real Postgres: Express and Fastify
 // over real HTTP, Hono through app.request(). Each settles on a success, fails on an error answer, and refuses a
 // body that a parser consumed first.
 import assert from "node:assert/strict";

@@ -44,14 +44,14 @@ export interface InlineGuardOptions {
   /** Hears every answered delivery (metrics, `createStatsObserver`). */
   readonly observer?: EdgeObserver;
   /**
-   * A claim not committed by then answers 503 so the provider retries (DESIGN.md §4).
+   * A claim not committed by then answers 503 so the provider retries (docs/architecture.md §4).
    * @defaultValue 1800
    */
   readonly claimDeadlineMs?: number;
 }
 
 /**
- * Creates the inline guard of DESIGN.md §7 for apps that process inside their webhook route: it verifies over the
+ * Creates the inline guard of docs/architecture.md §7 for apps that process inside their webhook route: it verifies over the
  * raw bytes and claims the event as an `inline` row leased to this run, then lets the app's own handler run. A
  * duplicate is answered `{"status":"duplicate"}` without the handler (`enforce`) or passed on as would-skip
  * (`shadow`). A run that fails, or whose process dies, leaves its lease to run out, and the provider's next
