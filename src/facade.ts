@@ -41,7 +41,7 @@ export interface HookledgerOptions {
   readonly sources: readonly SourceConfig[];
   /** Handlers registered up front; {@link Hookledger.on} adds more. @defaultValue new Handlers() */
   readonly handlers?: Handlers;
-  /** The ledger's schema. @defaultValue "hookledger" */
+  /** The ledger's schema. @defaultValue `HOOKLEDGER_SCHEMA`, else "hookledger" */
   readonly schema?: string;
   /** Worker settings, as in a config file (concurrency, retry, handlerTimeoutMs, shutdownGraceMs). */
   readonly worker?: HookledgerConfig["worker"];
@@ -123,7 +123,10 @@ export function createHookledger(options: HookledgerOptions): Hookledger {
     handlers: options.handlers ?? new Handlers(),
     ...(options.worker && { worker: options.worker }),
     // The database is given here, not read from the environment; the URL is only used to satisfy the resolver.
-    database: { url: options.connectionString ?? "postgres://pool", schema: options.schema ?? "hookledger" },
+    database: {
+      url: options.connectionString ?? "postgres://pool",
+      ...(options.schema && { schema: options.schema }),
+    },
   });
   const log = options.log ?? createLogger();
   for (const warning of config.warnings) log.warn(warning);
