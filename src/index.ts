@@ -27,6 +27,15 @@ export {
 export { createFetchHandler, type FetchHandlerOptions } from "./http/fetch.js";
 export { createNodeHandler, type NodeHandlerOptions } from "./http/node.js";
 
+export {
+  type BackfillCounts,
+  type BackfillFailure,
+  type BackfillOptions,
+  type BackfillResult,
+  type BackfillRow,
+  backfillVersions,
+} from "./backfill/versions.js";
+export type { VersionInput, VersionUnit } from "./ledger/version.js";
 export { type ArrivedVia, type ClaimInput, type ClaimResult, claimEvent } from "./ledger/claim.js";
 export { type LedgerContext, ledgerContext } from "./ledger/context.js";
 export {
