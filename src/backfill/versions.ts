@@ -134,14 +134,17 @@ export async function backfillVersions(options: BackfillOptions): Promise<Backfi
       }
       const entityType = type ?? options.entityType;
       if (typeof entityType !== "string" || entityType === "") {
-        throw new Stop("entity_type_missing", "the entity type is missing: give entityType (--entity-type)");
+        throw new Stop(
+          "entity_type_missing",
+          `${String(id)} has no entity type: give entityType, or name it in each row`,
+        );
       }
       const encoded = encodeVersion(version, options.unit);
       if (!encoded.ok) {
         throw new Stop(
           encoded.reason === "unit_missing" ? "unit_missing" : "invalid_version",
           encoded.reason === "unit_missing"
-            ? `the version of ${entityType} ${String(id)} is a date: say what the guard counts it in, unit "s" for Stripe (as its created) or "ms" for other providers (--unit s|ms, or --source)`
+            ? `the version of ${entityType} ${String(id)} is a date: say what the guard counts it in, unit "s" for Stripe (as its created) or "ms" for other providers`
             : `the version of ${entityType} ${String(id)} is ${JSON.stringify(String(version))}: return a number or a date`,
         );
       }
@@ -231,7 +234,7 @@ function checkColumns(fields: readonly pg.FieldDef[], entityType: string | undef
   if (fields.length === 2 && entityType === undefined) {
     throw new Stop(
       "entity_type_missing",
-      `the query returns two columns (${names}) and no entity type is given: give the entity type (--entity-type), or return it as a first column`,
+      `the query returns two columns (${names}) and no entity type is given: give entityType, or return the entity type as a first column`,
     );
   }
   if (fields.length !== 2 && fields.length !== 3) {
