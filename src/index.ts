@@ -52,6 +52,15 @@ export {
   type StatsObserverOptions,
 } from "./stats/observer.js";
 
+export {
+  type BackfillCounts,
+  type BackfillFailure,
+  type BackfillOptions,
+  type BackfillResult,
+  type BackfillRow,
+  backfillVersions,
+} from "./backfill/versions.js";
+export type { VersionInput, VersionUnit } from "./ledger/version.js";
 export { type ArrivedVia, type ClaimInput, type ClaimResult, claimEvent } from "./ledger/claim.js";
 export { type LedgerContext, ledgerContext } from "./ledger/context.js";
 export {
