@@ -1,5 +1,5 @@
+import { keptHeaders } from "../src/edge/headers.js";
 import { signDelivery } from "../src/testing/sign.js";
-import { keptHeaders } from "../src/http/headers.js";
 import type { ClaimInput } from "../src/ledger/claim.js";
 import { stripeProvider } from "../src/providers/stripe.js";
 

@@ -54,7 +54,14 @@ Examples:
 `;
 
 // Commands in their own modules (src/cli/commands/<name>.ts) parse their own arguments.
-const MODULE_COMMANDS: readonly string[] = ["events", "prune", "replay", "reconcile", "send"];
+const MODULE_COMMANDS: readonly string[] = [
+  "events",
+  "prune",
+  "replay",
+  "reconcile",
+  "backfill-versions",
+  "send",
+];
 
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
