@@ -3,7 +3,13 @@
 export { defineConfig, type HookledgerConfig, type ProviderName, type SourceConfig } from "./config/types.js";
 export type { SchedulesConfig } from "./config/schedules.js";
 export { type Configurable, type EnvRef, env } from "./config/env.js";
-export { ConfigError, type ResolvedConfig, resolveConfig } from "./config/validate.js";
+export {
+  ConfigError,
+  type ResolvedConfig,
+  type ResolveOptions,
+  resolveConfig,
+} from "./config/validate.js";
+export type { ResolvedDatabase } from "./config/database.js";
 
 export {
   type CreatePoolOptions,
