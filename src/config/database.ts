@@ -64,6 +64,8 @@ export function resolveListen(
     }
   }
   const host =
-    readConfigurable({ env: "HOST" }, environment) ?? readConfigurable(config.host, environment) ?? "127.0.0.1";
+    readConfigurable({ env: "HOST" }, environment) ??
+    readConfigurable(config.host, environment) ??
+    "127.0.0.1";
   return { host, port };
 }
