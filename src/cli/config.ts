@@ -57,11 +57,11 @@ export async function loadConfig(file: string | undefined, options: LoadOptions 
         setup: setupDemo,
       };
     }
-    const module = (await importConfigModule(path)) as { default?: HookledgerConfig };
-    if (!module.default) {
+    const config = defaultExport(await importConfigModule(path));
+    if (!config) {
       throw new CliError(`${path} has no default export; export default defineConfig({ sources: [...] })`);
     }
-    return { config: resolveConfig(module.default, process.env, resolveOptions), file: path };
+    return { config: resolveConfig(config, process.env, resolveOptions), file: path };
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(`${path ?? "demo config"}: ${error.message}`);
     throw error;
@@ -85,6 +85,15 @@ export async function commandDatabaseUrl(config: ResolvedConfig): Promise<string
   throw new CliError(
     `no database: set DATABASE_URL, or start \`hookledger serve\` in this directory first (it records ${join(".hookledger", "connection.json")})`,
   );
+}
+
+// A .ts file outside a "type": "module" package is compiled as CommonJS: its default export arrives one level down.
+function defaultExport(module: unknown): HookledgerConfig | undefined {
+  const value = (module as { default?: unknown }).default;
+  if (typeof value === "object" && value !== null && !("sources" in value) && "default" in value) {
+    return (value as { default?: HookledgerConfig }).default;
+  }
+  return value as HookledgerConfig | undefined;
 }
 
 type TsImport = (specifier: string, parentURL: string) => Promise<unknown>;
