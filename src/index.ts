@@ -2,7 +2,7 @@
 
 export { defineConfig, type HookledgerConfig, type ProviderName, type SourceConfig } from "./config/types.js";
 export type { SchedulesConfig } from "./config/schedules.js";
-export { type Configurable, type EnvRef, env } from "./config/env.js";
+export { type Configurable, type Env, type EnvRef, env } from "./config/env.js";
 export {
   ConfigError,
   type ResolvedConfig,

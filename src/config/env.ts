@@ -5,26 +5,37 @@ export interface EnvRef {
   readonly optional?: true;
 }
 
-/**
- * Refers to an environment variable instead of writing a secret into the config file. Unset or empty, the value
- * is missing: a secret or a `database.url` written this way then refuses to start, naming the variable.
- *
- * @example
- * secrets: [env("STRIPE_WEBHOOK_SECRET"), env.optional("STRIPE_WEBHOOK_SECRET_OLD")]
- */
-export function env(name: string): EnvRef {
-  return { env: name };
+/** {@link env} and {@link Env.optional}: references to environment variables in a config file. */
+export interface Env {
+  /**
+   * Refers to an environment variable instead of writing a secret into the config file. Unset or empty, the value
+   * is missing: a secret or a `database.url` written this way then refuses to start, naming the variable.
+   *
+   * @example
+   * secrets: [env("STRIPE_WEBHOOK_SECRET")]
+   */
+  (name: string): EnvRef;
+  /**
+   * Refers to an environment variable that may be unset: an unset or empty secret is left out of the source's
+   * list (a source still needs one secret that is set), and an unset `database.url` means the embedded database.
+   * Use it for the old secret of a rotation, which you unset once the provider signs with the new one.
+   *
+   * @example
+   * secrets: [env("STRIPE_WEBHOOK_SECRET"), env.optional("STRIPE_WEBHOOK_SECRET_OLD")]
+   */
+  optional(name: string): EnvRef;
 }
 
 /**
- * Refers to an environment variable that may be unset: an unset or empty secret is left out of the source's list
- * (a source still needs one secret that is set), and an unset `database.url` means the embedded database. Use it
- * for the old secret of a rotation, which you unset once the provider signs with the new one.
+ * Refers to an environment variable instead of writing a secret into the config file; `env.optional(name)` for
+ * one that may be unset.
  *
  * @example
  * secrets: [env("STRIPE_WEBHOOK_SECRET"), env.optional("STRIPE_WEBHOOK_SECRET_OLD")]
  */
-env.optional = (name: string): EnvRef => ({ env: name, optional: true });
+export const env: Env = Object.assign((name: string): EnvRef => ({ env: name }), {
+  optional: (name: string): EnvRef => ({ env: name, optional: true as const }),
+});
 
 /** A value written inline or taken from the environment. */
 export type Configurable<T extends string | number> = T | EnvRef;

@@ -24,9 +24,10 @@ export function resolveSecrets(
     const secret = readConfigurable(ref, environment);
     if (secret === undefined || secret.trim() === "") {
       if (isEnvRef(ref) && ref.optional) continue;
-      const fix = isEnvRef(ref)
-        ? `set the environment variable ${ref.env} (or write env.optional('${ref.env}') if it may be unset)`
-        : "write the secret or use env('NAME')";
+      // A secret after the first is usually a rotation's old one, which may rightly be unset.
+      const fix = !isEnvRef(ref)
+        ? "write the secret or use env('NAME')"
+        : `set the environment variable ${ref.env}${j > 0 ? ` (or write env.optional('${ref.env}') if it may be unset)` : ""}`;
       localProblems.push(`${at}.secrets[${j}]: the secret of source '${source.name}' is empty; ${fix}`);
     } else if (secret !== secret.trim()) {
       localProblems.push(
