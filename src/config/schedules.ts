@@ -4,7 +4,7 @@ import { durationMs } from "./duration.js";
 import { type Configurable, isEnvRef } from "./env.js";
 
 /**
- * Work the service runs on an interval (DESIGN.md §8).
+ * Work the service runs on an interval (docs/architecture.md §8).
  *
  * @example
  * schedules: {
