@@ -5,8 +5,14 @@ export { createHookledger, type Hookledger, type HookledgerOptions } from "./fac
 
 export { defineConfig, type HookledgerConfig, type ProviderName, type SourceConfig } from "./config/types.js";
 export type { SchedulesConfig } from "./config/schedules.js";
-export { type Configurable, type EnvRef, env } from "./config/env.js";
-export { ConfigError, type ResolvedConfig, resolveConfig } from "./config/validate.js";
+export { type Configurable, type Env, type EnvRef, env } from "./config/env.js";
+export {
+  ConfigError,
+  type ResolvedConfig,
+  type ResolveOptions,
+  resolveConfig,
+} from "./config/validate.js";
+export type { ResolvedDatabase } from "./config/database.js";
 
 export {
   type CreatePoolOptions,

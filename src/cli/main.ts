@@ -9,7 +9,7 @@ import { createLogger } from "../log.js";
 import { startService } from "../service.js";
 import { loadConfig } from "./config.js";
 import type { Command } from "./commands/types.js";
-import { CliError } from "./errors.js";
+import { CliError, explainDatabaseFailures } from "./errors.js";
 import { statsCommand } from "./stats.js";
 
 const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
@@ -125,7 +125,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "migrate": {
-      const { config } = await loadConfig(values.config);
+      const { config } = await loadConfig(values.config, { secrets: false });
       const embedded = config.databaseUrl
         ? undefined
         : await startEmbeddedPostgres({ dataDir: join(".hookledger", "pg"), port: config.embeddedPort, log });
@@ -187,7 +187,7 @@ function parse(argv: string[]) {
   });
 }
 
-main(process.argv.slice(2)).then(
+explainDatabaseFailures(main(process.argv.slice(2))).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof CliError) {
