@@ -1,5 +1,5 @@
 import { stripeSignature } from "../src/demo/sign.js";
-import { keptHeaders } from "../src/http/headers.js";
+import { keptHeaders } from "../src/edge/headers.js";
 import type { ClaimInput } from "../src/ledger/claim.js";
 import { stripeProvider } from "../src/providers/stripe.js";
 

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import type { SeenCache } from "../http/observer.js";
+import type { SeenCache } from "../edge/observer.js";
 import type { Logger } from "../log.js";
 import { importOptional } from "../optional.js";
 

@@ -56,7 +56,7 @@ Examples:
 `;
 
 // Commands in their own modules (src/cli/commands/<name>.ts) parse their own arguments.
-const MODULE_COMMANDS: readonly string[] = ["events", "prune", "replay", "reconcile"];
+const MODULE_COMMANDS: readonly string[] = ["events", "prune", "replay", "reconcile", "backfill-versions"];
 
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;

@@ -1,10 +1,10 @@
-import type { Source } from "../http/core.js";
+import type { Source } from "../edge/receiver.js";
 import { defaultTombstoneHorizonMs, horizonRefusals } from "../prune/windows.js";
 import { durationMs } from "./duration.js";
 import { type Configurable, isEnvRef } from "./env.js";
 
 /**
- * Work the service runs on an interval (DESIGN.md §8).
+ * Work the service runs on an interval (docs/architecture.md §8).
  *
  * @example
  * schedules: {

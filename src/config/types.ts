@@ -5,7 +5,7 @@ import type { Handlers } from "../worker/handlers.js";
 import type { Configurable } from "./env.js";
 import type { SchedulesConfig } from "./schedules.js";
 
-/** The providers a source can name (DESIGN.md §5). */
+/** The providers a source can name (docs/architecture.md §5). */
 export type ProviderName =
   | "stripe"
   | "github"

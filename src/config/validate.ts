@@ -1,4 +1,4 @@
-import type { Source } from "../http/core.js";
+import type { Source } from "../edge/receiver.js";
 import { createProvider } from "../providers/index.js";
 import { standardSecretKey } from "../providers/standard.js";
 import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";

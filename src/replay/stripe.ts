@@ -38,7 +38,7 @@ export interface StripeReplayOptions {
 const QUIET: ProgressIO = { out() {}, isTTY: false };
 
 /**
- * Replays a window of Stripe events (DESIGN.md §8): lists them with the official SDK, oldest first, finds the ones
+ * Replays a window of Stripe events (docs/architecture.md §8): lists them with the official SDK, oldest first, finds the ones
  * the ledger already holds, and claims the others with `arrivedVia: "replay"` (or re-POSTs every event with the
  * replay token when `via` is given). Rows replayed into the ledger keep the API's rendering of the event (rendered
  * at the event's creation API version), not the bytes of the original delivery. Throws when Stripe cannot be read;

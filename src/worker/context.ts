@@ -2,6 +2,7 @@ import type { PoolClient } from "../db/pool.js";
 import { advanceVersion } from "../ledger/advance.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { PickedEvent } from "../ledger/pick.js";
+import { encodeVersion } from "../ledger/version.js";
 import type { HandlerContext, HandlerEvent } from "./handlers.js";
 
 /** Rejects a handler's later queries once its attempt is over (it timed out or was abandoned and kept going). */
@@ -78,10 +79,16 @@ export function attemptContext(
       if (type === undefined || id === undefined || v === undefined) {
         throw new Error(`advance() needs an entity: ${picked.source}/${picked.event_type} reports none`);
       }
+      const encoded = encodeVersion(v, "ms");
+      if (!encoded.ok) {
+        throw new Error(
+          `advance(): version ${JSON.stringify(v)} of ${type} ${id} is neither a number nor a date (Date or ISO 8601)`,
+        );
+      }
       const advanced = await advanceVersion(tx, ledger, {
         entityType: type,
         entityId: id,
-        version: v instanceof Date ? v.getTime() : v,
+        version: encoded.version,
         source: picked.source,
         dedupeKey: picked.dedupe_key,
       });

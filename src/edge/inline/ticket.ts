@@ -1,7 +1,7 @@
-import { failInline, type InlineHold, settleInline } from "../ledger/inline-finish.js";
-import type { LedgerContext, Queryable } from "../ledger/context.js";
-import type { Logger } from "../log.js";
-import type { ParsedEvent } from "../providers/types.js";
+import { failInline, type InlineHold, settleInline } from "../../ledger/inline-finish.js";
+import type { LedgerContext, Queryable } from "../../ledger/context.js";
+import type { Logger } from "../../log.js";
+import type { ParsedEvent } from "../../providers/types.js";
 import type { InlineTicket } from "./types.js";
 
 /**

@@ -3,7 +3,7 @@ import type { Logger } from "../log.js";
 import type { ParsedEvent } from "../providers/types.js";
 import { readCapped } from "./body.js";
 import { replayTokenMatches } from "./replay-token.js";
-import type { Delivery, Source } from "./core.js";
+import type { Delivery, Source } from "./receiver.js";
 import type { DeliveryResult } from "./observer.js";
 
 /** A delivery that verified: its raw bytes and what the provider made of them. */
