@@ -26,6 +26,7 @@ export { migrate, migrationsCurrent } from "./db/migrate.js";
 export { type EmbeddedDatabase, type EmbeddedOptions, startEmbeddedPostgres } from "./db/embedded.js";
 
 export { type Answer, type ErrorCode, answerError, statusOf } from "./errors.js";
+export { MissingPackageError } from "./optional.js";
 export {
   createReceiver,
   type Delivery,

@@ -6,6 +6,7 @@ import { migrate } from "../db/migrate.js";
 import { startEmbeddedPostgres } from "../db/embedded.js";
 import { createPool } from "../db/pool.js";
 import { createLogger } from "../log.js";
+import { MissingPackageError } from "../optional.js";
 import { startService } from "../service.js";
 import { loadConfig } from "./config.js";
 import type { Command } from "./commands/types.js";
@@ -190,9 +191,9 @@ function parse(argv: string[]) {
 explainDatabaseFailures(main(process.argv.slice(2))).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof CliError) {
+    if (error instanceof CliError || error instanceof MissingPackageError) {
       process.stderr.write(`hookledger: ${error.message}\n`);
-      process.exit(error.exitCode);
+      process.exit(error instanceof CliError ? error.exitCode : 1);
     }
     const cause = error instanceof Error ? error : new Error(String(error));
     process.stderr.write(

@@ -6,7 +6,6 @@ import {
   listStripeEvents,
   type StripeApiOptions,
   type StripeEventQuery,
-  stripeClient,
   stripeWindow,
 } from "./stripe-api.js";
 import { postReplayed, type ReplayVia } from "./via.js";
@@ -75,9 +74,7 @@ export async function replayStripe(options: StripeReplayOptions): Promise<Replay
   };
   const fetching = progressBar(io, "fetch");
   const started = Date.now();
-  const events = await listStripeEvents(stripeClient(options.api), options.api, query, (n) =>
-    fetching.update(n),
-  );
+  const events = await listStripeEvents(options.api, query, (n) => fetching.update(n));
   fetching.finish();
   report.fetched = events.length;
   report.phases.push(
@@ -86,7 +83,7 @@ export async function replayStripe(options: StripeReplayOptions): Promise<Replay
 
   const items: ReplayItem[] = [];
   for (const event of events) {
-    const parsed = stripeEventFromJson(event as unknown as Record<string, unknown>);
+    const parsed = stripeEventFromJson(event);
     if (!parsed.ok) {
       report.failed++;
       report.failures.push({ id: String(event.id ?? "?"), error: parsed.detail });
