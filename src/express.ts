@@ -5,4 +5,4 @@ export {
   createExpressHandler,
   type ExpressHandlerOptions,
 } from "./adapters/express/receiver.js";
-export { type InlineExpressOptions, inlineGuardExpress } from "./adapters/express/guard.js";
+export { type ExpressGuardOptions, createExpressGuard } from "./adapters/express/guard.js";

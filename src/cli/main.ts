@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
+import { MissingPackageError } from "../optional.js";
 import type { Command, CommandIO } from "./commands/types.js";
-import { CliError } from "./errors.js";
+import { CliError, explainDatabaseFailures } from "./errors.js";
 
 const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
 
@@ -11,7 +12,7 @@ Commands:
   serve              receive webhooks on POST /webhooks/:source and run the worker
   worker             run only the worker (any number of them may share one database)
   migrate            apply the ledger's migrations and exit
-  send               sign and post the demo's sample events to a running service
+  send               sign and post the demo's events, or JSON files as any source, to a running service
   stats              deliveries, duplicate rate, would-skip, refusals; backlog, failures, dead, time to settle
   events             list, show, retry and requeue events in the ledger
   replay             bring back missed events: replay stripe (events API), replay github (redeliveries)
@@ -84,12 +85,16 @@ async function main(argv: string[]): Promise<number> {
   return module.command.run(rest, io);
 }
 
-main(process.argv.slice(2)).then(
+explainDatabaseFailures(main(process.argv.slice(2))).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof CliError) {
       process.stderr.write(`hookledger${error.command ? ` ${error.command}` : ""}: ${error.message}\n`);
       process.exit(error.exitCode);
+    }
+    if (error instanceof MissingPackageError) {
+      process.stderr.write(`hookledger: ${error.message}\n`);
+      process.exit(1);
     }
     const cause = error instanceof Error ? error : new Error(String(error));
     process.stderr.write(

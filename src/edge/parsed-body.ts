@@ -1,4 +1,3 @@
-import type { IncomingMessage } from "node:http";
 import { type Answer, answerError } from "../errors.js";
 import type { Logger } from "../log.js";
 
@@ -38,45 +37,6 @@ const FIX: Readonly<Record<BodyParserHost, string>> = {
 };
 
 /**
- * Where an IncomingMessage's body stands. The stream is the truth: while nothing has read it, it is read whatever
- * `req.body` holds (body-parser 1.x sets `{}` on requests it skips). Once read, only a byte buffer left in
- * `req.body` is usable.
- *
- * @example
- * const state = nodeBodyState(req);
- * if (state.kind === "parsed") return send(bodyParsedAnswer("express"));
- */
-export function nodeBodyState(req: IncomingMessage & { body?: unknown }): BodyState {
-  if (!req.readableDidRead && !req.readableEnded) return { kind: "unread" };
-  const { body } = req;
-  if (body instanceof Uint8Array) return { kind: "raw", bytes: body };
-  return { kind: "parsed", parsedAs: describe(body) };
-}
-
-/**
- * Where a Web Request's body stands; `cached` is what the framework kept of a body it read (Hono's `bodyCache`).
- *
- * @example
- * const state = await webBodyState(c.req.raw, c.req.bodyCache);
- */
-export async function webBodyState(
-  request: Request,
-  cached: { arrayBuffer?: PromiseLike<ArrayBuffer> | ArrayBuffer; blob?: PromiseLike<Blob> | Blob } = {},
-): Promise<BodyState> {
-  if (!request.bodyUsed) return { kind: "unread" };
-  if (cached.arrayBuffer) return { kind: "raw", bytes: new Uint8Array(await cached.arrayBuffer) };
-  if (cached.blob) return { kind: "raw", bytes: new Uint8Array(await (await cached.blob).arrayBuffer()) };
-  // Text and JSON caches went through a UTF-8 decoder (which drops a BOM and replaces invalid bytes).
-  return { kind: "parsed", parsedAs: Object.keys(cached)[0] ?? "a stream read elsewhere" };
-}
-
-function describe(body: unknown): string {
-  if (body === undefined) return "a stream read elsewhere";
-  if (body === null) return "null";
-  return typeof body === "string" ? "a string" : `an ${typeof body}`;
-}
-
-/**
  * The answer to a delivery whose body a parser consumed before hookledger: 500, so the provider retries and
  * nothing is lost once the app is fixed. Never 2xx (the event would be lost) and never 4xx (some providers treat
  * 4xx as final and stop retrying). The body names the cause and the fix: it is the app's misconfiguration, and
@@ -105,25 +65,6 @@ export function logBodyParsed(
     `a body parser read this webhook before hookledger (the body arrived as ${fields.parsedAs}), so its ` +
       `signature cannot be verified; answered 500 so the provider retries. Fix: ${FIX[host]}`,
   );
-}
-
-/**
- * Chunks of a Web stream; stopping early (413 at the crossing byte) cancels the rest instead of buffering it.
- *
- * @example
- * await receiver.receive({ method, source, headers: request.headers, body: webChunks(request.body) });
- */
-export async function* webChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
-    }
-  } finally {
-    await reader.cancel().catch(() => {});
-  }
 }
 
 /**

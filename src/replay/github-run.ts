@@ -33,7 +33,10 @@ export interface GithubReplayReport extends ReplayReport {
   readonly redeliveries: RedeliveryItem[];
 }
 
-/** GitHub redelivers deliveries of the past 3 days on github.com (PROVIDERS.md, "GitHub — deliveries"). */
+/**
+ * GitHub redelivers deliveries of the past 3 days on github.com (GitHub's REST documentation, "Redeliver a delivery
+ * for a repository webhook").
+ */
 export const GITHUB_REDELIVERY_WINDOW_MS = 3 * 86_400_000;
 
 /** What {@link replayGithubDeliveries} needs: the API, the ledger, where to draw progress, and the window. */

@@ -47,6 +47,7 @@ const HELP_OF = [
   ["serve"],
   ["worker"],
   ["migrate"],
+  ["send"],
   ["stats"],
   ["events"],
   ["events", "requeue"],
@@ -56,6 +57,7 @@ const HELP_OF = [
   ["reconcile"],
   ["reconcile", "stripe"],
   ["prune"],
+  ["backfill-versions"],
 ];
 
 test("hookledger <command> --help and -h exit 0 with the command's options and examples", async () => {

@@ -2,19 +2,19 @@ import type { Request, RequestHandler, Response } from "express";
 import { type Answer, answerError } from "../../errors.js";
 import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
 import { createLogger, type Logger } from "../../log.js";
-import { nodeHeaders } from "../node/receiver.js";
-import { bodyParsedAnswer, logBodyParsed, nodeBodyState, recordChunks } from "../../edge/parsed-body.js";
+import { bodyParsedAnswer, logBodyParsed, recordChunks } from "../../edge/parsed-body.js";
+import { nodeBody, nodeBodyState, nodeHeaders, writeAnswer } from "../node/io.js";
 
 /**
- * Options of {@link inlineGuardExpress}.
+ * Options of {@link createExpressGuard}.
  *
  * @example
- * const options: InlineExpressOptions = { source: "stripe", body: "payload", log };
+ * const options: ExpressGuardOptions = { source: "stripe", body: "payload", log };
  */
-export interface InlineExpressOptions {
+export interface ExpressGuardOptions {
   /**
    * The source every request of this route belongs to (a retrofit keeps its URL). Unset: the route's `:source`.
-   * @example inlineGuardExpress(guard, { source: "stripe" })
+   * @example createExpressGuard(guard, { source: "stripe" })
    */
   readonly source?: string;
   /**
@@ -22,30 +22,30 @@ export interface InlineExpressOptions {
    * the raw bytes as a `Buffer` (what `express.raw()` gave it, for handlers that still call
    * `stripe.webhooks.constructEvent`).
    * @defaultValue "raw" when `express.raw()` ran before the guard, else "payload"
-   * @example inlineGuardExpress(guard, { source: "stripe", body: "raw" })
+   * @example createExpressGuard(guard, { source: "stripe", body: "raw" })
    */
   readonly body?: "payload" | "raw";
   /**
    * Where a body parser that ran first, and ledger errors, are reported (pass the guard's logger).
    * @defaultValue createLogger()
-   * @example inlineGuardExpress(guard, { source: "stripe", log })
+   * @example createExpressGuard(guard, { source: "stripe", log })
    */
   readonly log?: Logger;
 }
 
 /**
- * The inline guard (DESIGN.md §7) as Express middleware, placed before an existing webhook handler: it verifies
+ * The inline guard (docs/architecture.md §7) as Express middleware, placed before an existing webhook handler: it verifies
  * over the raw bytes and claims the event, then calls `next()` with `req.body` set (see
- * {@link InlineExpressOptions.body}) and the ticket in `res.locals.hookledger`. Refusals, and duplicates in
+ * {@link ExpressGuardOptions.body}) and the ticket in `res.locals.hookledger`. Refusals, and duplicates in
  * `enforce` mode, are answered here without the handler. When the response closes the event settles if it was
  * sent with a status below 400, and fails otherwise (the provider's next delivery then runs it again); an error
  * middleware may call `res.locals.hookledger.fail(error)` first to record the real cause.
  *
  * @example
  * const guard = createInlineGuard({ sources, db: pool, ledger: ledgerContext(), log });
- * app.post("/stripe/webhook", inlineGuardExpress(guard, { source: "stripe", log }), existingHandler);
+ * app.post("/stripe/webhook", createExpressGuard(guard, { source: "stripe", log }), existingHandler);
  */
-export function inlineGuardExpress(guard: InlineGuard, options: InlineExpressOptions = {}): RequestHandler {
+export function createExpressGuard(guard: InlineGuard, options: ExpressGuardOptions = {}): RequestHandler {
   const log = options.log ?? createLogger();
   return (req, res, next) => {
     admit(guard, options, log, req, res).then(
@@ -54,7 +54,7 @@ export function inlineGuardExpress(guard: InlineGuard, options: InlineExpressOpt
       },
       (error: Error) => {
         log.error({ source: options.source, err: error.message }, "the inline guard failed");
-        send(req, res, answerError("internal"));
+        writeAnswer(req, res, answerError("internal"));
       },
     );
   };
@@ -62,7 +62,7 @@ export function inlineGuardExpress(guard: InlineGuard, options: InlineExpressOpt
 
 async function admit(
   guard: InlineGuard,
-  options: InlineExpressOptions,
+  options: ExpressGuardOptions,
   log: Logger,
   req: Request,
   res: Response,
@@ -70,22 +70,22 @@ async function admit(
   const param: unknown = req.params?.source;
   const source = options.source ?? (typeof param === "string" ? param : undefined);
   if (source === undefined) {
-    log.error({ path: req.originalUrl }, "inlineGuardExpress needs { source } or a :source route parameter");
-    return void send(req, res, answerError("not_found"));
+    log.error({ path: req.originalUrl }, "createExpressGuard needs { source } or a :source route parameter");
+    return void writeAnswer(req, res, answerError("not_found"));
   }
   const state = nodeBodyState(req);
   if (state.kind === "parsed") {
     logBodyParsed(log, "express", { source, parsedAs: state.parsedAs });
-    return void send(req, res, bodyParsedAnswer("express"));
+    return void writeAnswer(req, res, bodyParsedAnswer("express"));
   }
-  const tape = state.kind === "raw" ? undefined : recordChunks(req.iterator({ destroyOnReturn: false }));
+  const tape = state.kind === "raw" ? undefined : recordChunks(nodeBody(req, state));
   const admission = await guard.admit({
     method: req.method,
     source,
     headers: nodeHeaders(req),
-    body: tape ? tape.chunks : once(state.kind === "raw" ? state.bytes : new Uint8Array(0)),
+    body: tape ? tape.chunks : nodeBody(req, state),
   });
-  if (!admission.proceed) return void send(req, res, admission.answer);
+  if (!admission.proceed) return void writeAnswer(req, res, admission.answer);
 
   const ticket = endsOnce(admission.ticket);
   const raw = state.kind === "raw" ? Buffer.from(state.bytes) : (tape?.bytes() ?? Buffer.alloc(0));
@@ -126,15 +126,4 @@ function endsOnce(ticket: InlineTicket): InlineTicket {
       return ending;
     },
   };
-}
-
-function send(req: Request, res: Response, answer: Answer): void {
-  if (res.headersSent) return;
-  const headers: Record<string, string> = { ...answer.headers };
-  if (!req.complete) headers.connection = "close";
-  res.writeHead(answer.status, headers).end(answer.body);
-}
-
-async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
-  yield bytes;
 }

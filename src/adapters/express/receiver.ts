@@ -1,9 +1,9 @@
-import type { Application, Request, RequestHandler, Response } from "express";
+import type { Application, Request, RequestHandler } from "express";
 import { type Answer, answerError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { nodeHeaders } from "../node/receiver.js";
-import { bodyParsedAnswer, logBodyParsed, nodeBodyState } from "../../edge/parsed-body.js";
+import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
+import { nodeBody, nodeBodyState, nodeHeaders, writeAnswer } from "../node/io.js";
 import { sourceFromPath } from "../../edge/route.js";
 
 /**
@@ -52,10 +52,10 @@ export function createExpressHandler(
     const source =
       typeof param === "string" ? param : sourceFromPath(pathOf(req.originalUrl ?? req.url), basePath);
     answer(receiver, log, req, source).then(
-      (reply) => send(req, res, reply),
+      (reply) => writeAnswer(req, res, reply),
       (error: Error) => {
         log.error({ source, err: error.message }, "the express adapter failed");
-        send(req, res, answerError("internal"));
+        writeAnswer(req, res, answerError("internal"));
       },
     );
   };
@@ -79,23 +79,8 @@ async function answer(
     method: req.method,
     source,
     headers: nodeHeaders(req),
-    body:
-      state.kind === "raw"
-        ? once(state.bytes)
-        : // As in the node adapter: an early stop (413) keeps the socket to carry the answer, then closes it.
-          req.iterator({ destroyOnReturn: false }),
+    body: nodeBody(req, state),
   });
-}
-
-function send(req: Request, res: Response, reply: Answer): void {
-  if (res.headersSent) return;
-  const headers: Record<string, string> = { ...reply.headers };
-  if (!req.complete) headers.connection = "close";
-  res.writeHead(reply.status, headers).end(reply.body);
-}
-
-async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
-  yield bytes;
 }
 
 const pathOf = (url: string): string => url.split("?")[0] ?? "/";

@@ -9,36 +9,36 @@ import type {
 import { type Answer, answerError } from "../../errors.js";
 import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
 import { createLogger, type Logger } from "../../log.js";
-import { nodeHeaders } from "../node/receiver.js";
+import { nodeHeaders } from "../node/io.js";
 
 /**
- * Options of {@link inlineGuardFastify}.
+ * Options of {@link createFastifyGuard}.
  *
  * @example
- * const options: InlineFastifyOptions = { source: "stripe", log };
+ * const options: FastifyGuardOptions = { source: "stripe", log };
  */
-export interface InlineFastifyOptions {
+export interface FastifyGuardOptions {
   /**
    * The source every request of this route belongs to (a retrofit keeps its URL). Unset: the route's `:source`.
-   * @example inlineGuardFastify(guard, { source: "stripe" })
+   * @example createFastifyGuard(guard, { source: "stripe" })
    */
   readonly source?: string;
   /**
    * Where misuse and ledger errors are reported (pass the guard's logger).
    * @defaultValue createLogger()
-   * @example inlineGuardFastify(guard, { source: "stripe", log })
+   * @example createFastifyGuard(guard, { source: "stripe", log })
    */
   readonly log?: Logger;
 }
 
 /**
- * The route hooks {@link inlineGuardFastify} returns; spread them into the route's options.
+ * The route hooks {@link createFastifyGuard} returns; spread them into the route's options.
  *
  * @example
- * const hooks: InlineFastifyHooks = inlineGuardFastify(guard, { source: "stripe" });
+ * const hooks: FastifyGuardHooks = createFastifyGuard(guard, { source: "stripe" });
  * app.post("/stripe/webhook", { ...hooks }, existingHandler);
  */
-export interface InlineFastifyHooks {
+export interface FastifyGuardHooks {
   readonly preParsing: preParsingAsyncHookHandler;
   readonly preHandler: preHandlerAsyncHookHandler;
   readonly onError: onErrorAsyncHookHandler;
@@ -47,7 +47,7 @@ export interface InlineFastifyHooks {
 const tickets = new WeakMap<FastifyRequest, InlineTicket>();
 
 /**
- * The inline guard (DESIGN.md §7) as route hooks for an existing Fastify webhook route. The route keeps its own
+ * The inline guard (docs/architecture.md §7) as route hooks for an existing Fastify webhook route. The route keeps its own
  * body parser (`request.body` is what it was before the retrofit); `preParsing` records the raw bytes as that
  * parser reads them, and `preHandler` verifies them and claims the event before the handler runs. Refusals, and
  * duplicates in `enforce` mode, are answered without the handler. When the response closes the event settles if it
@@ -57,12 +57,9 @@ const tickets = new WeakMap<FastifyRequest, InlineTicket>();
  *
  * @example
  * const guard = createInlineGuard({ sources, db: pool, ledger: ledgerContext(), log });
- * app.post("/stripe/webhook", { ...inlineGuardFastify(guard, { source: "stripe", log }) }, existingHandler);
+ * app.post("/stripe/webhook", { ...createFastifyGuard(guard, { source: "stripe", log }) }, existingHandler);
  */
-export function inlineGuardFastify(
-  guard: InlineGuard,
-  options: InlineFastifyOptions = {},
-): InlineFastifyHooks {
+export function createFastifyGuard(guard: InlineGuard, options: FastifyGuardOptions = {}): FastifyGuardHooks {
   const log = options.log ?? createLogger();
   const tapes = new WeakMap<FastifyRequest, Tape>();
   const errors = new WeakMap<FastifyRequest, Error>();
@@ -82,7 +79,7 @@ export function inlineGuardFastify(
         log.error(
           { source, path: request.url },
           source === undefined
-            ? "inlineGuardFastify needs { source } or a :source route parameter"
+            ? "createFastifyGuard needs { source } or a :source route parameter"
             : "the route's body parser read part of the body and kept the rest, so it cannot be verified; give " +
                 "the route a parser that reads it all (the default JSON parser, or parseAs: 'buffer')",
         );
@@ -122,7 +119,7 @@ export function inlineGuardFastify(
 }
 
 /**
- * The ticket {@link inlineGuardFastify} admitted for this request: the verified event, and whether it is a
+ * The ticket {@link createFastifyGuard} admitted for this request: the verified event, and whether it is a
  * shadow-mode duplicate.
  *
  * @example

@@ -3,27 +3,27 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from "fastif
 import { type Answer, answerError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { nodeHeaders } from "../node/receiver.js";
+import { nodeHeaders } from "../node/io.js";
 import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
 
 /**
- * Options of {@link hookledgerFastify}.
+ * Options of {@link createFastifyHandler}.
  *
  * @example
- * const options: FastifyPluginOptions = { basePath: "/webhooks", log };
+ * const options: FastifyHandlerOptions = { basePath: "/webhooks", log };
  */
-export interface FastifyPluginOptions {
+export interface FastifyHandlerOptions {
   /**
    * The path deliveries arrive under: the plugin answers `{basePath}/:source`. Fastify's own `register(…, { prefix })`
    * is prepended as usual.
    * @defaultValue "/webhooks"
-   * @example app.register(hookledgerFastify(receiver, { basePath: "/hooks" })) // POST /hooks/:source
+   * @example app.register(createFastifyHandler(receiver, { basePath: "/hooks" })) // POST /hooks/:source
    */
   readonly basePath?: string;
   /**
    * Where a body read before the plugin is reported (pass the receiver's logger).
    * @defaultValue the receiver's logger
-   * @example hookledgerFastify(receiver, { log })
+   * @example createFastifyHandler(receiver, { log })
    */
   readonly log?: Logger;
 }
@@ -37,12 +37,12 @@ export interface FastifyPluginOptions {
  *
  * @example
  * const app = Fastify();
- * await app.register(hookledgerFastify(receiver, { log })); // POST /webhooks/:source
+ * await app.register(createFastifyHandler(receiver, { log })); // POST /webhooks/:source
  * app.post("/orders", async (request) => request.body); // the app's routes keep their JSON parser
  */
-export function hookledgerFastify(
+export function createFastifyHandler(
   receiver: Receiver,
-  options: FastifyPluginOptions = {},
+  options: FastifyHandlerOptions = {},
 ): FastifyPluginAsync {
   const basePath = (options.basePath ?? "/webhooks").replace(/\/+$/, "");
   const log = options.log ?? receiver.log;

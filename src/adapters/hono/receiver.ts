@@ -2,7 +2,8 @@ import type { Context } from "hono";
 import { type Answer, answerError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { bodyParsedAnswer, logBodyParsed, webBodyState, webChunks } from "../../edge/parsed-body.js";
+import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
+import { toResponse, webBody, webBodyState } from "../web/io.js";
 import { sourceFromPath } from "../../edge/route.js";
 
 /**
@@ -46,10 +47,7 @@ export function createHonoHandler(receiver: Receiver, options: HonoHandlerOption
       log.error({ err: error.message }, "the hono adapter failed");
       return answerError("internal");
     });
-    return new Response(answer.body === "" ? null : answer.body, {
-      status: answer.status,
-      headers: answer.headers,
-    });
+    return toResponse(answer);
   };
 }
 
@@ -66,10 +64,6 @@ async function answerFor(receiver: Receiver, log: Logger, c: Context, basePath: 
     method: request.method,
     source,
     headers: request.headers,
-    body: state.kind === "raw" ? once(state.bytes) : request.body ? webChunks(request.body) : null,
+    body: webBody(request, state),
   });
-}
-
-async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
-  yield bytes;
 }

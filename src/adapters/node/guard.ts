@@ -2,33 +2,33 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Answer, answerError } from "../../errors.js";
 import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
 import { createLogger, type Logger } from "../../log.js";
-import { nodeHeaders } from "./receiver.js";
-import { bodyParsedAnswer, logBodyParsed, nodeBodyState, recordChunks } from "../../edge/parsed-body.js";
+import { bodyParsedAnswer, logBodyParsed, recordChunks } from "../../edge/parsed-body.js";
+import { nodeBody, nodeBodyState, nodeHeaders, responseSent, writeAnswer } from "./io.js";
 import { sourceFromPath } from "../../edge/route.js";
 
 /**
  * The app's existing node:http webhook handler. The guard has read the raw body (the request stream is consumed):
- * the verified, parsed body is `ticket.event.payload`, and `req.body` (see {@link InlineNodeOptions.body}).
+ * the verified, parsed body is `ticket.event.payload`, and `req.body` (see {@link NodeGuardOptions.body}).
  *
  * @example
- * const handler: InlineNodeHandler = async (req, res, ticket) => {
+ * const handler: NodeGuardedHandler = async (req, res, ticket) => {
  *   await fulfilOrder(ticket.event.payload);
  *   res.writeHead(200).end();
  * };
  */
-export type InlineNodeHandler = (
+export type NodeGuardedHandler = (
   req: IncomingMessage,
   res: ServerResponse,
   ticket: InlineTicket,
 ) => Promise<void> | void;
 
 /**
- * Options of {@link createInlineNodeMiddleware}.
+ * Options of {@link createNodeGuard}.
  *
  * @example
- * createInlineNodeMiddleware(guard, handler, { source: "stripe", body: "raw", log });
+ * createNodeGuard(guard, handler, { source: "stripe", body: "raw", log });
  */
-export interface InlineNodeOptions {
+export interface NodeGuardOptions {
   /**
    * The source every request of this route belongs to (a retrofit keeps its existing URL). Unset: the path
    * segment after `basePath` names it.
@@ -62,12 +62,12 @@ export interface InlineNodeOptions {
  *
  * @example
  * const guard = createInlineGuard({ sources, db: pool, ledger: ledgerContext(), log });
- * http.createServer(createInlineNodeMiddleware(guard, existingHandler, { source: "stripe" })).listen(3000);
+ * http.createServer(createNodeGuard(guard, existingHandler, { source: "stripe" })).listen(3000);
  */
-export function createInlineNodeMiddleware(
+export function createNodeGuard(
   guard: InlineGuard,
-  handler: InlineNodeHandler,
-  options: InlineNodeOptions = {},
+  handler: NodeGuardedHandler,
+  options: NodeGuardOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const basePath = options.basePath ?? "/webhooks";
   const log = options.log ?? createLogger();
@@ -83,29 +83,28 @@ export function createInlineNodeMiddleware(
 
 async function guarded(
   guard: InlineGuard,
-  handler: InlineNodeHandler,
-  options: InlineNodeOptions,
+  handler: NodeGuardedHandler,
+  options: NodeGuardOptions,
   log: Logger,
   req: IncomingMessage & { body?: unknown },
   res: ServerResponse,
   source: string | undefined,
 ): Promise<void> {
-  if (source === undefined) return answer(req, res, answerError("not_found"));
+  if (source === undefined) return writeAnswer(req, res, answerError("not_found"));
   // A Next.js API route parses the body unless told not to; its signature can then no longer be checked.
   const state = nodeBodyState(req);
   if (state.kind === "parsed") {
     logBodyParsed(log, "node", { source, parsedAs: state.parsedAs });
-    return answer(req, res, bodyParsedAnswer("node"));
+    return writeAnswer(req, res, bodyParsedAnswer("node"));
   }
-  // As in createNodeHandler: an early stop (413) keeps the socket to carry the answer, then closes it.
-  const tape = state.kind === "raw" ? undefined : recordChunks(req.iterator({ destroyOnReturn: false }));
+  const tape = state.kind === "raw" ? undefined : recordChunks(nodeBody(req, state));
   const admission = await guard.admit({
     method: req.method ?? "GET",
     source,
     headers: nodeHeaders(req),
-    body: tape ? tape.chunks : once(state.kind === "raw" ? state.bytes : new Uint8Array(0)),
+    body: tape ? tape.chunks : nodeBody(req, state),
   });
-  if (!admission.proceed) return answer(req, res, admission.answer);
+  if (!admission.proceed) return writeAnswer(req, res, admission.answer);
   const { ticket } = admission;
   const shape = options.body ?? (state.kind === "raw" ? "raw" : "payload");
   if (shape === "payload") req.body = ticket.event.payload;
@@ -127,23 +126,4 @@ async function guarded(
   } else {
     await ticket.settle();
   }
-}
-
-function answer(req: IncomingMessage, res: ServerResponse, a: Answer): void {
-  const headers: Record<string, string> = { ...a.headers };
-  if (!req.complete) headers.connection = "close";
-  res.writeHead(a.status, headers).end(a.body);
-}
-
-function responseSent(res: ServerResponse): Promise<boolean> {
-  if (res.writableFinished) return Promise.resolve(true);
-  if (res.destroyed) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    res.once("finish", () => resolve(true));
-    res.once("close", () => resolve(res.writableFinished));
-  });
-}
-
-async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
-  yield bytes;
 }

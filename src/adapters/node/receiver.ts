@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Answer, answerError } from "../../errors.js";
-import type { HeaderBag } from "../../providers/types.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { bodyParsedAnswer, logBodyParsed, nodeBodyState } from "../../edge/parsed-body.js";
+import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
+import { nodeBody, nodeBodyState, nodeHeaders, writeAnswer } from "./io.js";
 import { routeFromPath } from "../../edge/route.js";
 
 /** Options of {@link createNodeHandler}. */
@@ -33,11 +33,7 @@ export function createNodeHandler(receiver: Receiver, options: NodeHandlerOption
     const route = routeFromPath((req.url ?? "/").split("?")[0] ?? "/", basePath, replayPath);
     const answering = answerFor(receiver, req, route);
     answering.then(
-      (answer) => {
-        const headers: Record<string, string> = { ...answer.headers };
-        if (!req.complete) headers.connection = "close";
-        res.writeHead(answer.status, headers).end(answer.body);
-      },
+      (answer) => writeAnswer(req, res, answer),
       () => {
         res.writeHead(500).end();
       },
@@ -62,30 +58,7 @@ function answerFor(
     method: req.method ?? "GET",
     source,
     headers: nodeHeaders(req),
-    // Without destroyOnReturn an early stop (413) leaves the socket alive to carry the answer; the
-    // `connection: close` below then ends it instead of reading the rest.
-    body: state.kind === "raw" ? [state.bytes] : req.iterator({ destroyOnReturn: false }),
+    body: nodeBody(req, state),
     ...(route.viaReplay && { viaReplay: true }),
   });
-}
-
-/**
- * Wraps node's header object as a {@link HeaderBag}.
- *
- * @example
- * const headers = nodeHeaders(req); headers.get("stripe-signature");
- */
-export function nodeHeaders(req: IncomingMessage): HeaderBag {
-  return {
-    get(name) {
-      const value = req.headers[name.toLowerCase()];
-      if (value === undefined) return null;
-      return Array.isArray(value) ? value.join(", ") : value;
-    },
-    forEach(callback) {
-      for (const [name, value] of Object.entries(req.headers)) {
-        if (value !== undefined) callback(Array.isArray(value) ? value.join(", ") : value, name);
-      }
-    },
-  };
 }

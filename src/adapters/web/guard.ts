@@ -1,13 +1,8 @@
 import { type Answer, answerError } from "../../errors.js";
 import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
 import { createLogger, type Logger } from "../../log.js";
-import {
-  bodyParsedAnswer,
-  logBodyParsed,
-  recordChunks,
-  webBodyState,
-  webChunks,
-} from "../../edge/parsed-body.js";
+import { bodyParsedAnswer, logBodyParsed, recordChunks } from "../../edge/parsed-body.js";
+import { toResponse, webBodyState, webChunks } from "./io.js";
 import { sourceFromPath } from "../../edge/route.js";
 
 /**
@@ -15,42 +10,42 @@ import { sourceFromPath } from "../../edge/route.js";
  * body can be read again, even verified again); `ticket.event.payload` is the parsed, verified event.
  *
  * @example
- * const handler: InlineFetchHandler = async (request, ticket) => {
+ * const handler: FetchGuardedHandler = async (request, ticket) => {
  *   await fulfilOrder(ticket.event.payload);
  *   return new Response(null, { status: 204 });
  * };
  */
-export type InlineFetchHandler = (request: Request, ticket: InlineTicket) => Promise<Response>;
+export type FetchGuardedHandler = (request: Request, ticket: InlineTicket) => Promise<Response>;
 
 /**
- * Options of {@link inlineGuardFetch}.
+ * Options of {@link createFetchGuard}.
  *
  * @example
- * const options: InlineFetchOptions = { source: "stripe", log };
+ * const options: FetchGuardOptions = { source: "stripe", log };
  */
-export interface InlineFetchOptions {
+export interface FetchGuardOptions {
   /**
    * The source every request of this route belongs to (a retrofit keeps its URL). Unset: the path segment after
    * `basePath` names it.
-   * @example inlineGuardFetch(guard, handler, { source: "stripe" })
+   * @example createFetchGuard(guard, handler, { source: "stripe" })
    */
   readonly source?: string;
   /**
    * Used when `source` is unset: requests go to `{basePath}/:source`.
    * @defaultValue "/webhooks"
-   * @example inlineGuardFetch(guard, handler, { basePath: "/api/webhooks" })
+   * @example createFetchGuard(guard, handler, { basePath: "/api/webhooks" })
    */
   readonly basePath?: string;
   /**
    * Where a body read before the guard, and handler errors, are reported (pass the guard's logger).
    * @defaultValue createLogger()
-   * @example inlineGuardFetch(guard, handler, { source: "stripe", log })
+   * @example createFetchGuard(guard, handler, { source: "stripe", log })
    */
   readonly log?: Logger;
 }
 
 /**
- * The inline guard (DESIGN.md §7) around a Web-standard handler: Next.js App Router routes, Hono
+ * The inline guard (docs/architecture.md §7) around a Web-standard handler: Next.js App Router routes, Hono
  * (`(c) => guarded(c.req.raw)`), Bun, Deno. It verifies and claims, then calls the handler; refusals, and duplicates
  * in `enforce` mode, are answered without it. The event settles when the handler's Response has a status below
  * 400, and fails (the provider's next delivery runs it again) when the status is 400 or more or the handler throws;
@@ -59,12 +54,12 @@ export interface InlineFetchOptions {
  *
  * @example
  * const guard = createInlineGuard({ sources, db: pool, ledger: ledgerContext(), log });
- * export const POST = inlineGuardFetch(guard, existingHandler, { source: "stripe", log }); // app/api/stripe/route.ts
+ * export const POST = createFetchGuard(guard, existingHandler, { source: "stripe", log }); // app/api/stripe/route.ts
  */
-export function inlineGuardFetch(
+export function createFetchGuard(
   guard: InlineGuard,
-  handler: InlineFetchHandler,
-  options: InlineFetchOptions = {},
+  handler: FetchGuardedHandler,
+  options: FetchGuardOptions = {},
 ): (request: Request) => Promise<Response> {
   const basePath = options.basePath ?? "/webhooks";
   const log = options.log ?? createLogger();
@@ -107,11 +102,4 @@ export function inlineGuardFetch(
     else await ticket.fail(new Error(`the handler answered ${response.status}`));
     return response;
   };
-}
-
-function toResponse(answer: Answer): Response {
-  return new Response(answer.body === "" ? null : answer.body, {
-    status: answer.status,
-    headers: answer.headers,
-  });
 }

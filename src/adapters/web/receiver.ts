@@ -1,6 +1,7 @@
 import { type Answer, answerError } from "../../errors.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { bodyParsedAnswer, logBodyParsed, webBodyState, webChunks } from "../../edge/parsed-body.js";
+import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
+import { toResponse, webBody, webBodyState } from "./io.js";
 import { routeFromPath } from "../../edge/route.js";
 
 /** Options of {@link createFetchHandler}. */
@@ -35,10 +36,7 @@ export function createFetchHandler(receiver: Receiver, options: FetchHandlerOpti
       route === undefined
         ? answerError("not_found")
         : await answerFor(receiver, request, route.source, route.viaReplay);
-    return new Response(answer.body === "" ? null : answer.body, {
-      status: answer.status,
-      headers: answer.headers,
-    });
+    return toResponse(answer);
   };
 }
 
@@ -57,7 +55,7 @@ async function answerFor(
     method: request.method,
     source,
     headers: request.headers,
-    body: request.body ? webChunks(request.body) : null,
+    body: webBody(request, state),
     ...(viaReplay && { viaReplay: true }),
   });
 }

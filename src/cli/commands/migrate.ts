@@ -41,7 +41,7 @@ export const command: Command = {
       io.out(HELP);
       return 0;
     }
-    const { config } = await loadConfig(values.config);
+    const { config } = await loadConfig(values.config, { secrets: false });
     const embedded = config.databaseUrl
       ? undefined
       : await startEmbeddedPostgres({

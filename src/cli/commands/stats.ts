@@ -1,9 +1,9 @@
-import { createPool } from "../../db/pool.js";
 import { ledgerContext } from "../../ledger/context.js";
 import { formatStatsJson, formatStatsTable } from "../../stats/format.js";
 import { readLedgerStats } from "../../stats/ledger.js";
 import { readDeliveryStats } from "../../stats/query.js";
 import { commandDatabaseUrl, loadConfig } from "../config.js";
+import { connectPool } from "../database.js";
 import { CliError } from "../errors.js";
 import { durationOption, parseOptions } from "../options.js";
 import type { Command } from "./types.js";
@@ -52,9 +52,8 @@ export const command: Command = {
     }
     const window = values.since ?? "24h";
     const windowMs = durationOption("--since", window);
-    const { config } = await loadConfig(values.config);
-    const url = await commandDatabaseUrl(config);
-    const pool = createPool({ connectionString: url, role: "admin", max: 1 });
+    const { config } = await loadConfig(values.config, { secrets: false });
+    const pool = await connectPool(await commandDatabaseUrl(config), 1);
     try {
       const ledger = ledgerContext(config.schema);
       const query = { windowMs, ...(values.source !== undefined && { source: values.source }) };
