@@ -1,7 +1,8 @@
-import { pino } from "pino";
+import type { pino as PinoFn } from "pino";
+import { pino } from "./deps.js";
 
 /** The structured logger hookledger writes to (pino). Pass your app's pino logger to share its destination. */
-export type Logger = pino.Logger;
+export type Logger = PinoFn.Logger;
 
 /**
  * Creates a JSON logger. Fields that could carry a secret are redacted wherever they appear, as a second line of
@@ -10,8 +11,10 @@ export type Logger = pino.Logger;
  * @example
  * const log = createLogger({ level: "debug" });
  */
-export function createLogger(options: { level?: string; destination?: pino.DestinationStream } = {}): Logger {
-  return pino(
+export function createLogger(
+  options: { level?: string; destination?: PinoFn.DestinationStream } = {},
+): Logger {
+  return pino().pino(
     {
       name: "hookledger",
       level: options.level ?? process.env.LOG_LEVEL ?? "info",
@@ -36,5 +39,5 @@ export function createLogger(options: { level?: string; destination?: pino.Desti
 
 /** A logger that drops everything (tests, embedded use). */
 export function silentLogger(): Logger {
-  return pino({ level: "silent" });
+  return pino().pino({ level: "silent" });
 }

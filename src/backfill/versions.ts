@@ -1,4 +1,5 @@
-import pg from "pg";
+import type PgTypes from "pg";
+import { pg } from "../deps.js";
 import { type Pool, type PoolClient, withTransaction } from "../db/pool.js";
 import { upsertVersions } from "../ledger/backfill.js";
 import { ledgerContext } from "../ledger/context.js";
@@ -213,17 +214,17 @@ async function readQuery(
   }
 }
 
-async function appQuery(client: PoolClient, query: object): Promise<pg.QueryResult> {
+async function appQuery(client: PoolClient, query: object): Promise<PgTypes.QueryResult> {
   try {
-    return await client.query(query as pg.QueryConfig);
+    return await client.query(query as PgTypes.QueryConfig);
   } catch (error) {
-    if (error instanceof pg.DatabaseError)
+    if (error instanceof pg().DatabaseError)
       throw new Stop("query_failed", `the query failed: ${error.message}`);
     throw error;
   }
 }
 
-function checkColumns(fields: readonly pg.FieldDef[], entityType: string | undefined): void {
+function checkColumns(fields: readonly PgTypes.FieldDef[], entityType: string | undefined): void {
   const names = fields.map((f) => f.name).join(", ");
   if (fields.length === 3 && entityType !== undefined) {
     throw new Stop(

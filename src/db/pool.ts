@@ -1,9 +1,10 @@
-import pg from "pg";
+import type PgTypes from "pg";
+import { pg } from "../deps.js";
 
 /** A `pg` pool; hookledger uses its own pools or the app's (library mode). */
-export type Pool = pg.Pool;
+export type Pool = PgTypes.Pool;
 /** A client checked out of a {@link Pool}, inside a transaction when handed to a handler. */
-export type PoolClient = pg.PoolClient;
+export type PoolClient = PgTypes.PoolClient;
 
 /** What a pool is for: each role gets server settings that suit it. */
 export type PoolRole = "ingest" | "work" | "admin";
@@ -54,7 +55,7 @@ export function createPool(options: CreatePoolOptions): Pool {
     // probes 5 s apart) or the idle-in-transaction timeout the worker sets per transaction, whichever fires first.
     settings.push("tcp_keepalives_idle=10", "tcp_keepalives_interval=5", "tcp_keepalives_count=3");
   }
-  const pool = new pg.Pool({
+  const pool = new (pg().Pool)({
     connectionString: options.connectionString,
     max: options.max ?? (options.role === "ingest" ? 10 : 5),
     options: settings.map((s) => `-c ${s}`).join(" "),
@@ -74,11 +75,11 @@ export function createPool(options: CreatePoolOptions): Pool {
 /**
  * Whether `db` is a pool made by {@link createPool}, whose sessions are pinned to READ COMMITTED and
  * `synchronous_commit=on`. The claim runs in autocommit on such a pool, and in an explicit transaction that sets
- * both on any other pool (your own `new pg.Pool()`, library mode).
+ * both on any other pool (your own `new (pg().Pool)()`, library mode).
  *
  * @example
  * isHookledgerPool(createPool({ connectionString, role: "ingest" })); // true
- * isHookledgerPool(new pg.Pool({ connectionString })); // false
+ * isHookledgerPool(new (pg().Pool)({ connectionString })); // false
  */
 export function isHookledgerPool(db: unknown): boolean {
   return typeof db === "object" && db !== null && ours.has(db);
@@ -113,7 +114,7 @@ export async function withTransaction<T>(
     await client.query("commit");
     return result;
   } catch (error) {
-    const usable = broken === undefined && (error instanceof pg.DatabaseError || !isClientFailure(error));
+    const usable = broken === undefined && (error instanceof pg().DatabaseError || !isClientFailure(error));
     if (usable) {
       await client.query("rollback").catch((rollbackError: Error) => {
         broken = rollbackError;

@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { promClient } from "../deps.js";
 import type { EdgeObserver } from "../edge/observer.js";
 import type { AttemptReport } from "../worker/attempt.js";
 import { type BacklogOptions, backlogReader } from "./backlog.js";
@@ -76,6 +77,7 @@ const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * const text = await metrics.registry.metrics();
  */
 export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const { Counter, Histogram, Registry, collectDefaultMetrics } = promClient();
   const registry = options.registry ?? new Registry();
   if (options.processMetrics ?? options.registry === undefined) {
     collectDefaultMetrics({ register: registry });
@@ -172,6 +174,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
 }
 
 function trackBacklog(registry: Registry, read: ReturnType<typeof backlogReader>): void {
+  const { Gauge } = promClient();
   const registers = [registry];
   // NaN, not the last value, when the read failed: a stale backlog would look healthy.
   new Gauge({

@@ -1,4 +1,4 @@
-import pg from "pg";
+import { pg } from "../deps.js";
 import type { Pool, PoolClient } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import { failEvent } from "../ledger/fail.js";
@@ -81,7 +81,7 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
       } catch (error) {
         // A handler that caught the error of its own failed query returns normally, but the transaction is aborted
         // and the settle fails. Without this the event would be picked again and again, its attempts never counted.
-        if (!result.savepoint || !(error instanceof pg.DatabaseError)) throw error;
+        if (!result.savepoint || !(error instanceof pg().DatabaseError)) throw error;
         const failure = new Error(`the event could not settle: ${error.message}`, { cause: error });
         await failInTransaction(
           deps,

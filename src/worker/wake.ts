@@ -1,4 +1,5 @@
-import pg from "pg";
+import type PgTypes from "pg";
+import { pg } from "../deps.js";
 import type { Logger } from "../log.js";
 import { quoteIdent } from "../db/pool.js";
 
@@ -25,14 +26,14 @@ export interface Waker {
  * await waker.sleep(1000);
  */
 export function listenForClaims(options: {
-  connectionString: string | pg.ClientConfig;
+  connectionString: string | PgTypes.ClientConfig;
   channel: string;
   log: Logger;
 }): Waker {
   const sleepers = new Set<() => void>();
   let wakeups = 0;
   let closed = false;
-  let client: pg.Client | undefined;
+  let client: PgTypes.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
 
   const wakeAll = () => {
@@ -47,7 +48,7 @@ export function listenForClaims(options: {
       typeof options.connectionString === "string"
         ? { connectionString: options.connectionString }
         : options.connectionString;
-    const c = new pg.Client({ ...base, application_name: "hookledger-listen" });
+    const c = new (pg().Client)({ ...base, application_name: "hookledger-listen" });
     client = c;
     c.on("notification", wakeAll);
     c.on("error", (error) => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, } from "node:path";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { claimEvent } from "../../src/ledger/claim.js";
 import { stripeEventFromJson } from "../../src/providers/stripe.js";
