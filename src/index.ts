@@ -26,6 +26,10 @@ export {
 } from "./edge/receiver.js";
 export { createFetchHandler, type FetchHandlerOptions } from "./adapters/web/receiver.js";
 export { createNodeHandler, type NodeHandlerOptions } from "./adapters/node/receiver.js";
+export { createInlineGuard, type InlineGuardOptions } from "./edge/inline/guard.js";
+export type { InlineAdmission, InlineGuard, InlineMode, InlineTicket } from "./edge/inline/types.js";
+export { createFetchGuard, type FetchGuardedHandler, type FetchGuardOptions } from "./adapters/web/guard.js";
+export { createNodeGuard, type NodeGuardedHandler, type NodeGuardOptions } from "./adapters/node/guard.js";
 
 export { type ArrivedVia, type ClaimInput, type ClaimResult, claimEvent } from "./ledger/claim.js";
 export { type LedgerContext, ledgerContext } from "./ledger/context.js";
