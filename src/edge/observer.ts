@@ -20,7 +20,7 @@ export interface DeliveryReport {
   readonly reason?: string;
   /** Seconds the claim took, when one ran. */
   readonly claimSeconds?: number;
-  /** A duplicate whose body differs from the first delivery's (DESIGN.md §3: an alarm, not a re-serialisation). */
+  /** A duplicate whose body differs from the first delivery's (docs/architecture.md §3: an alarm, not a re-serialisation). */
   readonly bodyMismatch?: boolean;
   /** A duplicate answered from the confirmed-duplicate cache, without the database. */
   readonly shortCircuit?: boolean;

@@ -1,3 +1,4 @@
+import { claimFailureMessage } from "./claim-failure.js";
 import { type Answer, answerError, answerJson } from "../errors.js";
 import { claimEvent } from "../ledger/claim.js";
 import type { LedgerContext, Queryable } from "../ledger/context.js";
@@ -30,7 +31,7 @@ export interface ReceiverOptions {
   /** The clock for timestamp windows. @defaultValue Date.now */
   readonly now?: () => number;
   /**
-   * A claim not committed by then answers 503 so the provider retries (DESIGN.md §4: within 2 s).
+   * A claim not committed by then answers 503 so the provider retries (docs/architecture.md §4: within 2 s).
    * @defaultValue 1800
    */
   readonly claimDeadlineMs?: number;
@@ -77,7 +78,7 @@ export interface Receiver {
 }
 
 /**
- * Creates the framework-neutral edge of DESIGN.md §2 and §4: size cap, verification over the raw bytes, the
+ * Creates the framework-neutral edge of docs/architecture.md §2 and §4: size cap, verification over the raw bytes, the
  * claim, and the answer. Nothing is written unless the delivery verified and parsed.
  *
  * @example
@@ -169,10 +170,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         return event.acknowledge ?? answerJson(200, { status: result.status, id: result.id });
       } catch (error) {
         observer.delivery({ source: source.name, result: "unavailable" });
-        log.error(
-          { ...fields, err: (error as Error).message },
-          "claim failed; answering 503 so the provider retries",
-        );
+        log.error({ ...fields, err: (error as Error).message }, claimFailureMessage(error, options.ledger));
         return answerError("unavailable");
       }
     },

@@ -1,4 +1,4 @@
-// DESIGN.md §4 through Express 5 and Express 4 over real HTTP: the same answers as node:http, and a body parser mounted first is
+// docs/architecture.md §4 through Express 5 and Express 4 over real HTTP: the same answers as node:http, and a body parser mounted first is
 // answered 500 with its cause and fix (and logged), never a silent signature failure.
 import assert from "node:assert/strict";
 import type { Server } from "node:http";

@@ -1,4 +1,4 @@
-// DESIGN.md §4 through Fastify 5 and Fastify 4 over real HTTP: the plugin's raw parser wins inside its context, so a JSON body
+// docs/architecture.md §4 through Fastify 5 and Fastify 4 over real HTTP: the plugin's raw parser wins inside its context, so a JSON body
 // verifies next to the app's own parsers, and Fastify's bodyLimit never undercuts the source's cap.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";

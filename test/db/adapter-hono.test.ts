@@ -1,4 +1,4 @@
-// DESIGN.md §4 through Hono: over real HTTP with @hono/node-server and in-process with app.request(). Middleware
+// docs/architecture.md §4 through Hono: over real HTTP with @hono/node-server and in-process with app.request(). Middleware
 // that read the body as JSON first is answered 500 with its cause and fix; bytes kept by arrayBuffer() verify.
 import assert from "node:assert/strict";
 import type { Server } from "node:http";

@@ -1,4 +1,4 @@
-// DESIGN.md §4 through the Web adapter (Request → Response): the same answers as node:http, on the same ledger.
+// docs/architecture.md §4 through the Web adapter (Request → Response): the same answers as node:http, on the same ledger.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, test } from "node:test";

@@ -1,4 +1,4 @@
-// DESIGN.md §7 through createExpressGuard, in Express 5 and Express 4, with the real inline guard on real Postgres
+// docs/architecture.md §7 through createExpressGuard, in Express 5 and Express 4, with the real inline guard on real Postgres
 // over real HTTP: it settles on a success, fails on an error answer, and refuses a body a parser consumed first.
 import assert from "node:assert/strict";
 import type { Server } from "node:http";

@@ -1,4 +1,4 @@
-// DESIGN.md §7 through createFastifyGuard, in Fastify 5 and Fastify 4, with the real inline guard on real Postgres
+// docs/architecture.md §7 through createFastifyGuard, in Fastify 5 and Fastify 4, with the real inline guard on real Postgres
 // over real HTTP: the route keeps its own parser, the event settles on a success and fails on a thrown handler.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";

@@ -1,4 +1,4 @@
-// DESIGN.md §7 through the node:http inline middleware on real Postgres: enforce answers duplicates without the
+// docs/architecture.md §7 through the node:http inline middleware on real Postgres: enforce answers duplicates without the
 // handler, shadow runs it and counts a would-skip, racing deliveries run the handler once, and HOOKLEDGER_MODE
 // flips the mode on the same ledger without a migration.
 import assert from "node:assert/strict";

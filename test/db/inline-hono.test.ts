@@ -1,4 +1,4 @@
-// DESIGN.md §7 in Hono over real HTTP (@hono/node-server), with the real inline guard on real Postgres:
+// docs/architecture.md §7 in Hono over real HTTP (@hono/node-server), with the real inline guard on real Postgres:
 // createHonoGuard in front of an existing handler, and createFetchGuard wrapped in a route.
 import assert from "node:assert/strict";
 import type { Server } from "node:http";

@@ -1,4 +1,4 @@
-// DESIGN.md §7: an app process that dies in the middle of its inline handler. Its event is never swallowed: a retry
+// docs/architecture.md §7: an app process that dies in the middle of its inline handler. Its event is never swallowed: a retry
 // while the dead run's lease holds is a duplicate, and the first delivery after the lease runs the event and settles.
 import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";

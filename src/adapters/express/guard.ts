@@ -34,7 +34,7 @@ export interface ExpressGuardOptions {
 }
 
 /**
- * The inline guard (DESIGN.md §7) as Express middleware, placed before an existing webhook handler: it verifies
+ * The inline guard (docs/architecture.md §7) as Express middleware, placed before an existing webhook handler: it verifies
  * over the raw bytes and claims the event, then calls `next()` with `req.body` set (see
  * {@link ExpressGuardOptions.body}) and the ticket in `res.locals.hookledger`. Refusals, and duplicates in
  * `enforce` mode, are answered here without the handler. When the response closes the event settles if it was

@@ -47,7 +47,7 @@ export interface FastifyGuardHooks {
 const tickets = new WeakMap<FastifyRequest, InlineTicket>();
 
 /**
- * The inline guard (DESIGN.md §7) as route hooks for an existing Fastify webhook route. The route keeps its own
+ * The inline guard (docs/architecture.md §7) as route hooks for an existing Fastify webhook route. The route keeps its own
  * body parser (`request.body` is what it was before the retrofit); `preParsing` records the raw bytes as that
  * parser reads them, and `preHandler` verifies them and claims the event before the handler runs. Refusals, and
  * duplicates in `enforce` mode, are answered without the handler. When the response closes the event settles if it
@@ -59,10 +59,7 @@ const tickets = new WeakMap<FastifyRequest, InlineTicket>();
  * const guard = createInlineGuard({ sources, db: pool, ledger: ledgerContext(), log });
  * app.post("/stripe/webhook", { ...createFastifyGuard(guard, { source: "stripe", log }) }, existingHandler);
  */
-export function createFastifyGuard(
-  guard: InlineGuard,
-  options: FastifyGuardOptions = {},
-): FastifyGuardHooks {
+export function createFastifyGuard(guard: InlineGuard, options: FastifyGuardOptions = {}): FastifyGuardHooks {
   const log = options.log ?? createLogger();
   const tapes = new WeakMap<FastifyRequest, Tape>();
   const errors = new WeakMap<FastifyRequest, Error>();

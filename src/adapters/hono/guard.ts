@@ -38,7 +38,7 @@ export interface HonoGuardEnv {
 }
 
 /**
- * The inline guard (DESIGN.md §7) as Hono middleware, placed before an existing webhook handler. It verifies over
+ * The inline guard (docs/architecture.md §7) as Hono middleware, placed before an existing webhook handler. It verifies over
  * the raw bytes and claims the event, then calls the handler with the same bytes still readable
  * (`c.req.json()`, `c.req.text()`, `c.req.arrayBuffer()`, and `c.req.raw`, a Request carrying them) and the ticket
  * in `c.get("hookledger")`. Refusals, and duplicates in `enforce` mode, are answered without the handler. The

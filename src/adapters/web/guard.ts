@@ -45,7 +45,7 @@ export interface FetchGuardOptions {
 }
 
 /**
- * The inline guard (DESIGN.md §7) around a Web-standard handler: Next.js App Router routes, Hono
+ * The inline guard (docs/architecture.md §7) around a Web-standard handler: Next.js App Router routes, Hono
  * (`(c) => guarded(c.req.raw)`), Bun, Deno. It verifies and claims, then calls the handler; refusals, and duplicates
  * in `enforce` mode, are answered without it. The event settles when the handler's Response has a status below
  * 400, and fails (the provider's next delivery runs it again) when the status is 400 or more or the handler throws;

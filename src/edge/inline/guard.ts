@@ -1,3 +1,4 @@
+import { claimFailureMessage } from "../claim-failure.js";
 import { type Answer, answerError, answerJson } from "../../errors.js";
 import { admitDelivery } from "../admit.js";
 import type { Source } from "../receiver.js";
@@ -43,14 +44,14 @@ export interface InlineGuardOptions {
   /** Hears every answered delivery (metrics, `createStatsObserver`). */
   readonly observer?: EdgeObserver;
   /**
-   * A claim not committed by then answers 503 so the provider retries (DESIGN.md §4).
+   * A claim not committed by then answers 503 so the provider retries (docs/architecture.md §4).
    * @defaultValue 1800
    */
   readonly claimDeadlineMs?: number;
 }
 
 /**
- * Creates the inline guard of DESIGN.md §7 for apps that process inside their webhook route: it verifies over the
+ * Creates the inline guard of docs/architecture.md §7 for apps that process inside their webhook route: it verifies over the
  * raw bytes and claims the event as an `inline` row leased to this run, then lets the app's own handler run. A
  * duplicate is answered `{"status":"duplicate"}` without the handler (`enforce`) or passed on as would-skip
  * (`shadow`). A run that fails, or whose process dies, leaves its lease to run out, and the provider's next
@@ -130,10 +131,7 @@ export function createInlineGuard(options: InlineGuardOptions): InlineGuard {
         });
       } catch (error) {
         observer.delivery({ source: source.name, result: "unavailable" });
-        log.error(
-          { ...fields, err: (error as Error).message },
-          "claim failed; answering 503 so the provider retries",
-        );
+        log.error({ ...fields, err: (error as Error).message }, claimFailureMessage(error, options.ledger));
         return refuse(answerError("unavailable"));
       }
       const claimSeconds = (performance.now() - claimStarted) / 1000;

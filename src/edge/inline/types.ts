@@ -3,7 +3,7 @@ import type { Delivery } from "../receiver.js";
 import type { ParsedEvent } from "../../providers/types.js";
 
 /**
- * How the inline guard treats duplicates (DESIGN.md §7). `shadow`: every delivery still reaches the app's handler
+ * How the inline guard treats duplicates (docs/architecture.md §7). `shadow`: every delivery still reaches the app's handler
  * and duplicates are only logged and counted as would-skip; `enforce`: duplicates are answered 200 without calling
  * the handler. One setting or `HOOKLEDGER_MODE`; no data migration between the two.
  */
