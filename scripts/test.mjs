@@ -60,10 +60,11 @@ function freePort() {
 const unit = await files("test/unit");
 const db = await files("test/db");
 const once = await files("test/once");
-const only = process.env.HOOKLEDGER_TEST_ONLY; // "external" or "embedded", to iterate faster locally
+// "external", "embedded" or "nodes" (the HOOKLEDGER_TEST_NODES passes), to iterate faster locally.
+const only = process.env.HOOKLEDGER_TEST_ONLY;
 
 let ok = true;
-if (only !== "embedded") {
+if (only === undefined || only === "external") {
   const version = await reachable(external);
   if (!version) process.exit(1);
   ok =
@@ -71,7 +72,7 @@ if (only !== "embedded") {
       HOOKLEDGER_TEST_DATABASE_URL: external,
     })) && ok;
 }
-if (only !== "external") {
+if (only === undefined || only === "embedded") {
   const dir = await mkdtemp(join(tmpdir(), "hookledger-test-"));
   // As root the server runs as the unprivileged postgres user, which must be able to enter this directory.
   await chmod(dir, 0o755);
@@ -92,7 +93,7 @@ if (only !== "external") {
   }
 }
 const extraNodes = (process.env.HOOKLEDGER_TEST_NODES ?? "").split(delimiter).filter((path) => path !== "");
-for (const node of only === "embedded" ? [] : extraNodes) {
+for (const node of only === undefined || only === "nodes" ? extraNodes : []) {
   const version = await nodeVersion(node);
   if (!version) {
     console.error(`cannot run ${node} (from HOOKLEDGER_TEST_NODES)`);

@@ -61,7 +61,10 @@ export function createHonoGuard(
       log.error({ path: c.req.path }, "createHonoGuard needs { source } or a :source route parameter");
       return toResponse(answerError("not_found"));
     }
-    const ticket = await admit(guard, log, c, source);
+    const ticket = await admit(guard, log, c, source).catch((error: Error) => {
+      log.error({ source, err: error.message }, "the inline guard failed");
+      return toResponse(answerError("internal"));
+    });
     if (ticket instanceof Response) return ticket;
     c.set("hookledger", ticket);
     await next();
