@@ -1,11 +1,13 @@
 // Runs every test suite: unit and DB suites against the system PostgreSQL (15 on these machines), then the DB
-// suites again against the embedded server (another major version), so both stay supported.
+// suites again against the embedded server (another major version), so both stay supported. Then, under each extra
+// Node binary listed in HOOKLEDGER_TEST_NODES (paths separated by ":", set by .ci/run for Node 22 and 24), the
+// unit and DB suites again on the system PostgreSQL; the slow test/once suites run on the primary Node only.
 // Invoked by `npm test` after the build, type-check, lint and format check.
 import { spawn } from "node:child_process";
 import { chmod, mkdtemp, readdir, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import pg from "pg";
 import { startEmbeddedPostgres } from "../dist/db/embedded.js";
 import { silentLogger } from "../dist/log.js";
@@ -18,11 +20,11 @@ const files = async (dir) =>
     .sort()
     .map((f) => join(dir, f));
 
-function runTests(label, testFiles, env) {
+function runTests(label, testFiles, env, node = process.execPath) {
   console.log(`\n=== ${label}: ${testFiles.length} files`);
   return new Promise((resolve) => {
     const child = spawn(
-      process.execPath,
+      node,
       ["--import", "tsx", "--test", "--test-concurrency=4", "--test-timeout=240000", ...testFiles],
       { stdio: "inherit", env: { ...process.env, ...env } },
     );
@@ -58,10 +60,11 @@ function freePort() {
 const unit = await files("test/unit");
 const db = await files("test/db");
 const once = await files("test/once");
-const only = process.env.HOOKLEDGER_TEST_ONLY; // "external" or "embedded", to iterate faster locally
+// "external", "embedded" or "nodes" (the HOOKLEDGER_TEST_NODES passes), to iterate faster locally.
+const only = process.env.HOOKLEDGER_TEST_ONLY;
 
 let ok = true;
-if (only !== "embedded") {
+if (only === undefined || only === "external") {
   const version = await reachable(external);
   if (!version) process.exit(1);
   ok =
@@ -69,7 +72,7 @@ if (only !== "embedded") {
       HOOKLEDGER_TEST_DATABASE_URL: external,
     })) && ok;
 }
-if (only !== "external") {
+if (only === undefined || only === "embedded") {
   const dir = await mkdtemp(join(tmpdir(), "hookledger-test-"));
   // As root the server runs as the unprivileged postgres user, which must be able to enter this directory.
   await chmod(dir, 0o755);
@@ -89,4 +92,30 @@ if (only !== "external") {
     await rm(dir, { recursive: true, force: true });
   }
 }
+const extraNodes = (process.env.HOOKLEDGER_TEST_NODES ?? "").split(delimiter).filter((path) => path !== "");
+for (const node of only === undefined || only === "nodes" ? extraNodes : []) {
+  const version = await nodeVersion(node);
+  if (!version) {
+    console.error(`cannot run ${node} (from HOOKLEDGER_TEST_NODES)`);
+    ok = false;
+    continue;
+  }
+  ok =
+    (await runTests(
+      `unit + DB suites under Node ${version} on the system PostgreSQL`,
+      [...unit, ...db],
+      { HOOKLEDGER_TEST_DATABASE_URL: external },
+      node,
+    )) && ok;
+}
 process.exit(ok ? 0 : 1);
+
+function nodeVersion(node) {
+  return new Promise((resolve) => {
+    const child = spawn(node, ["--version"], { stdio: ["ignore", "pipe", "ignore"] });
+    let out = "";
+    child.stdout.on("data", (chunk) => (out += chunk));
+    child.on("error", () => resolve(undefined));
+    child.on("exit", (code) => resolve(code === 0 ? out.trim() : undefined));
+  });
+}

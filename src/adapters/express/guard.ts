@@ -90,8 +90,10 @@ async function admit(
   const ticket = endsOnce(admission.ticket);
   const raw = state.kind === "raw" ? Buffer.from(state.bytes) : (tape?.bytes() ?? Buffer.alloc(0));
   const shape = options.body ?? (state.kind === "raw" ? "raw" : "payload");
-  // Later body parsers in the chain skip a request whose stream has ended, so this value is what handlers see.
+  // Later body parsers in the chain leave this value alone: body-parser 2 (Express 5) skips a request whose stream
+  // has ended, body-parser 1 (Express 4) one marked `_body` (and would otherwise fail on the spent stream).
   req.body = shape === "raw" ? raw : ticket.event.payload;
+  (req as { _body?: boolean })._body = true;
   res.locals.hookledger = ticket;
   res.once("close", () => {
     const sent = res.writableFinished;

@@ -21,7 +21,8 @@ export interface NodeHandlerOptions {
 }
 
 /**
- * The node:http adapter: `(req, res) => void`. It reads the raw body itself.
+ * The node:http adapter: `(req, res) => Promise<void>`. It reads the raw body itself. The promise never rejects
+ * and resolves once the answer is written, so a Next.js pages API route can return it.
  *
  * @example
  * http.createServer(createNodeHandler(receiver)).listen(3000);
@@ -29,13 +30,13 @@ export interface NodeHandlerOptions {
 export function createNodeHandler(receiver: Receiver, options: NodeHandlerOptions = {}) {
   const basePath = options.basePath ?? "/webhooks";
   const replayPath = options.replayPath ?? "/replay";
-  return (req: IncomingMessage, res: ServerResponse): void => {
+  return (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const route = routeFromPath((req.url ?? "/").split("?")[0] ?? "/", basePath, replayPath);
-    const answering = answerFor(receiver, req, route);
-    answering.then(
+    return answerFor(receiver, req, route).then(
       (answer) => writeAnswer(req, res, answer),
-      () => {
-        res.writeHead(500).end();
+      (error: Error) => {
+        receiver.log.error({ source: route?.source, err: error.message }, "the node adapter failed");
+        if (!res.headersSent) res.writeHead(500).end();
       },
     );
   };
