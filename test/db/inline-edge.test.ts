@@ -101,7 +101,13 @@ test("on an app's own pg.Pool defaulting to SERIALIZABLE (library mode), 20 raci
   const payload = stripeBody("evt_app_pool");
   const replies = await Promise.all(Array.from({ length: 20 }, () => bed.post(server.url, payload)));
   assert.equal(replies.filter((r) => r.text === "ok").length, 1, replies.map((r) => r.text).join("\n"));
-  assert.equal(replies.filter((r) => r.text.includes('"duplicate"')).length, 19);
+  // A copy that arrives while the first run still holds its lease is answered 503 in_flight by design (the
+  // provider retries it); every other copy is a duplicate.
+  const others = replies.filter((r) => r.text !== "ok");
+  assert.ok(
+    others.every((r) => r.text.includes('"duplicate"') || (r.status === 503 && r.text.includes("in_flight"))),
+    others.map((r) => `${r.status} ${r.text}`).join("\n"),
+  );
   await bed.settled("evt_app_pool");
   assert.equal(calls, 1);
 });
