@@ -77,4 +77,12 @@ export { type Service, type ServiceOptions, startService } from "./service.js";
 export { defaultRetryPolicy, type RetryPolicy, retryDelay } from "./worker/backoff.js";
 export type { AttemptReport } from "./worker/attempt.js";
 export { type Handler, type HandlerContext, type HandlerEvent, Handlers } from "./worker/handlers.js";
+export type {
+  PaddleNotification,
+  PayloadMap,
+  PayloadOf,
+  SourceMap,
+  SourceProviders,
+  StandardWebhookPayload,
+} from "./worker/payloads.js";
 export { startWorker, type Worker, type WorkerOptions } from "./worker/worker.js";
