@@ -49,7 +49,7 @@ export type { ReplayReport } from "./replay/report.js";
 export { replayStripe, type StripeReplayOptions } from "./replay/stripe.js";
 export type { Outcome } from "./ledger/settle.js";
 
-export { createLogger, type Logger, silentLogger } from "./log.js";
+export { createLogger, type LogFormat, type Logger, type LoggerOptions, silentLogger } from "./log.js";
 
 export { type AwardeeOptions, awardeeProvider } from "./providers/awardee.js";
 export { type GenericOptions, genericProvider } from "./providers/generic.js";

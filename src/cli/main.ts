@@ -88,7 +88,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (positionals.length > 1)
     throw new CliError(`unexpected argument '${positionals[1]}'; see \`hookledger --help\``, 2);
-  const log = createLogger();
+  const log = cliLogger();
   switch (command) {
     case "serve":
     case "worker": {
@@ -206,3 +206,12 @@ main(process.argv.slice(2)).then(
     process.exit(1);
   },
 );
+
+/** LOG_FORMAT set to something unknown is a usage mistake (exit 2), named with its fix. */
+function cliLogger() {
+  try {
+    return createLogger();
+  } catch (error) {
+    throw new CliError((error as Error).message, 2);
+  }
+}
