@@ -29,17 +29,25 @@ export type PayloadMap = { readonly [type: string]: unknown };
 
 /**
  * The source map of a `sources` array, for a typed facade over a configuration: each source name maps to its
- * provider. The array must keep its literal types (`as const`, or a `const` type parameter).
+ * provider, or to the payload map given for it in `Payloads` (for sources whose provider has no typed SDK). The
+ * array must keep its literal types (`as const`, or a `const` type parameter).
  *
  * @example
- * const sources = [{ name: "stripe-eu", provider: "stripe", secrets: [env("STRIPE_EU_SECRET")] }] as const;
- * const handlers = new Handlers<SourceProviders<typeof sources>>()
- *   .on("stripe-eu", "invoice.paid", (ctx) => console.log(ctx.event.payload.data.object.amount_paid));
+ * const sources = [
+ *   { name: "stripe-eu", provider: "stripe", secrets: [env("STRIPE_EU_SECRET")] },
+ *   { name: "acme", provider: "generic", secrets: [env("ACME_SECRET")] },
+ * ] as const;
+ * const handlers = new Handlers<SourceProviders<typeof sources, { acme: { "order.created": { id: string } } }>>()
+ *   .on("stripe-eu", "invoice.paid", (ctx) => console.log(ctx.event.payload.data.object.amount_paid))
+ *   .on("acme", "order.created", (ctx) => console.log(ctx.event.payload.id));
  */
-export type SourceProviders<S extends readonly { readonly name: string; readonly provider: ProviderName }[]> =
-  {
-    [E in S[number] as E["name"]]: E["provider"];
-  };
+export type SourceProviders<
+  S extends readonly { readonly name: string; readonly provider: ProviderName }[],
+  // biome-ignore lint/complexity/noBannedTypes: no payload maps
+  Payloads extends { readonly [source: string]: PayloadMap } = {},
+> = {
+  [E in S[number] as E["name"]]: E["name"] extends keyof Payloads ? Payloads[E["name"]] : E["provider"];
+};
 
 /**
  * A Paddle Billing notification (developer.paddle.com, "Webhooks"): the envelope is typed, `data` (the entity,

@@ -134,3 +134,18 @@ defineConfig({
   handlers: new Handlers().on("stripe", "invoice.paid", (ctx) => void ctx.event.payload.data.object.id),
 });
 void config;
+
+// Payload maps for the configuration's sources whose provider has no typed SDK.
+const withAcme = [
+  { name: "acme", provider: "generic", secrets: [env("ACME_SECRET")] },
+  { name: "stripe", provider: "stripe", secrets: [env("STRIPE_WEBHOOK_SECRET")] },
+] as const;
+new Handlers<SourceProviders<typeof withAcme, { acme: AcmeEvents }>>()
+  .on("acme", "order.created", (ctx) => {
+    const total: number = ctx.event.payload.total;
+    return void total;
+  })
+  .on("stripe", "invoice.paid", (ctx) => {
+    // @ts-expect-error an invoice.paid payload is Stripe's, not acme's
+    ctx.event.payload.total;
+  });
