@@ -1,5 +1,5 @@
-import { stripeSignature } from "../src/demo/sign.js";
-import { keptHeaders } from "../src/http/headers.js";
+import { keptHeaders } from "../src/edge/headers.js";
+import { signDelivery } from "../src/testing/sign.js";
 import type { ClaimInput } from "../src/ledger/claim.js";
 import { stripeProvider } from "../src/providers/stripe.js";
 
@@ -98,4 +98,8 @@ export function buildEvents(
 export function signAll(events: readonly BenchEvent[], secret: string): string[] {
   const t = Math.floor(Date.now() / 1000);
   return events.map((e) => stripeSignature(e.body, secret, t));
+}
+
+function stripeSignature(body: string, secret: string, timestamp: number): string {
+  return signDelivery({ provider: "stripe", secret, body, timestamp }).headers["stripe-signature"] ?? "";
 }

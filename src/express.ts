@@ -4,5 +4,5 @@ export {
   assertNoBodyParserBefore,
   createExpressHandler,
   type ExpressHandlerOptions,
-} from "./http/express.js";
-export { type InlineExpressOptions, inlineGuardExpress } from "./http/inline-express.js";
+} from "./adapters/express/receiver.js";
+export { type ExpressGuardOptions, createExpressGuard } from "./adapters/express/guard.js";

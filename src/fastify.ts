@@ -1,9 +1,9 @@
 // hookledger/fastify: the Fastify plugin and inline guard (a separate entry, so apps without Fastify never load its
 // types).
-export { type FastifyPluginOptions, hookledgerFastify } from "./http/fastify.js";
+export { type FastifyHandlerOptions, createFastifyHandler } from "./adapters/fastify/receiver.js";
 export {
-  type InlineFastifyHooks,
-  type InlineFastifyOptions,
-  inlineGuardFastify,
+  type FastifyGuardHooks,
+  type FastifyGuardOptions,
+  createFastifyGuard,
   inlineTicket,
-} from "./http/inline-fastify.js";
+} from "./adapters/fastify/guard.js";

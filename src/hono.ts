@@ -1,3 +1,3 @@
 // hookledger/hono: the Hono handler (a separate entry, so apps without Hono never load its types). Hono's inline
-// guard is the fetch one, `inlineGuardFetch` from "hookledger".
-export { createHonoHandler, type HonoHandlerOptions } from "./http/hono.js";
+// guard is the fetch one, `createFetchGuard` from "hookledger".
+export { createHonoHandler, type HonoHandlerOptions } from "./adapters/hono/receiver.js";

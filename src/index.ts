@@ -1,9 +1,18 @@
-// The public API of hookledger, listed explicitly.
+// The public API of hookledger, listed explicitly. test/once/public-api.test.ts holds it to the names README.md and
+// docs/ import.
+
+export { createHookledger, type Hookledger, type HookledgerOptions } from "./facade.js";
 
 export { defineConfig, type HookledgerConfig, type ProviderName, type SourceConfig } from "./config/types.js";
 export type { SchedulesConfig } from "./config/schedules.js";
-export { type Configurable, type EnvRef, env } from "./config/env.js";
-export { ConfigError, type ResolvedConfig, resolveConfig } from "./config/validate.js";
+export { type Configurable, type Env, type EnvRef, env } from "./config/env.js";
+export {
+  ConfigError,
+  type ResolvedConfig,
+  type ResolveOptions,
+  resolveConfig,
+} from "./config/validate.js";
+export type { ResolvedDatabase } from "./config/database.js";
 
 export {
   type CreatePoolOptions,
@@ -17,16 +26,48 @@ export { migrate, migrationsCurrent } from "./db/migrate.js";
 export { type EmbeddedDatabase, type EmbeddedOptions, startEmbeddedPostgres } from "./db/embedded.js";
 
 export { type Answer, type ErrorCode, answerError, statusOf } from "./errors.js";
+export { MissingPackageError } from "./optional.js";
 export {
   createReceiver,
   type Delivery,
   type Receiver,
   type ReceiverOptions,
   type Source,
-} from "./http/core.js";
-export { createFetchHandler, type FetchHandlerOptions } from "./http/fetch.js";
-export { createNodeHandler, type NodeHandlerOptions } from "./http/node.js";
+} from "./edge/receiver.js";
+export { createFetchHandler, type FetchHandlerOptions } from "./adapters/web/receiver.js";
+export { createNodeHandler, type NodeHandlerOptions } from "./adapters/node/receiver.js";
+export { createFetchGuard, type FetchGuardedHandler, type FetchGuardOptions } from "./adapters/web/guard.js";
+export { createNodeGuard, type NodeGuardedHandler, type NodeGuardOptions } from "./adapters/node/guard.js";
+export { createInlineGuard, type InlineGuardOptions } from "./edge/inline/guard.js";
+export type { InlineAdmission, InlineGuard, InlineMode, InlineTicket } from "./edge/inline/types.js";
+export type { DeliveryReport, DeliveryResult, EdgeObserver, SeenCache } from "./edge/observer.js";
+export {
+  createOpsHandler,
+  type NotReadyReason,
+  type OpsHandler,
+  type OpsOptions,
+  withOps,
+} from "./edge/ops.js";
+export { type LayeredSeenCache, layeredSeenCache } from "./cache/layered.js";
+export { type MemorySeenCache, type MemorySeenCacheOptions, memorySeenCache } from "./cache/memory.js";
+export { type RedisSeenCache, type RedisSeenCacheOptions, redisSeenCache } from "./cache/redis.js";
+export { createMetrics, type Metrics, type MetricsOptions } from "./observability/metrics.js";
+export {
+  createStatsObserver,
+  type DeliveryCounts,
+  type StatsObserver,
+  type StatsObserverOptions,
+} from "./stats/observer.js";
 
+export {
+  type BackfillCounts,
+  type BackfillFailure,
+  type BackfillOptions,
+  type BackfillResult,
+  type BackfillRow,
+  backfillVersions,
+} from "./backfill/versions.js";
+export type { VersionInput, VersionUnit } from "./ledger/version.js";
 export { type ArrivedVia, type ClaimInput, type ClaimResult, claimEvent } from "./ledger/claim.js";
 export { type LedgerContext, ledgerContext } from "./ledger/context.js";
 export {
@@ -43,7 +84,7 @@ export { type EventKey, type RetryResult, retryEvents } from "./ledger/retry.js"
 export { type PruneOptions, type PruneReport, PruneRefused, runPrune } from "./prune/run.js";
 export { type Pruner, type PrunerOptions, startPruner } from "./prune/schedule.js";
 export { REPLAY_WINDOW_MS } from "./prune/windows.js";
-export { REPLAY_TOKEN_HEADER } from "./http/replay-token.js";
+export { REPLAY_TOKEN_HEADER } from "./edge/replay-token.js";
 export { type ReconcilerOptions, startReconciler } from "./replay/reconciler.js";
 export type { ReplayReport } from "./replay/report.js";
 export { replayStripe, type StripeReplayOptions } from "./replay/stripe.js";

@@ -1,4 +1,4 @@
-import type { SeenCache } from "../http/observer.js";
+import type { SeenCache } from "../edge/observer.js";
 
 /**
  * A {@link SeenCache} made of others, asked in order.

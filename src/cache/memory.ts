@@ -1,4 +1,4 @@
-import type { SeenCache } from "../http/observer.js";
+import type { SeenCache } from "../edge/observer.js";
 
 /**
  * Options of {@link memorySeenCache}.

@@ -1,6 +1,7 @@
-import { Redis } from "ioredis";
-import type { SeenCache } from "../http/observer.js";
+import type { Redis } from "ioredis";
+import type { SeenCache } from "../edge/observer.js";
 import type { Logger } from "../log.js";
+import { importOptional } from "../optional.js";
 
 /**
  * Options of {@link redisSeenCache}.
@@ -45,7 +46,10 @@ export interface RedisSeenCacheOptions {
 export interface RedisSeenCache extends SeenCache {
   /** The Redis key of an event id. */
   keyOf(source: string, dedupeKey: string): string;
-  /** Connects now instead of at first use; resolves once ready, rejects when Redis cannot be reached. */
+  /**
+   * Connects now instead of at first use; resolves once ready, rejects when Redis cannot be reached (or with a
+   * `MissingPackageError` when the `ioredis` package is not installed).
+   */
   connect(): Promise<void>;
   /** Closes the connection. */
   close(): Promise<void>;
@@ -55,7 +59,9 @@ export interface RedisSeenCache extends SeenCache {
  * The shared confirmed-duplicate cache: `SET key 1 EX ttl` after a claim committed, `EXISTS key` before a claim.
  * Redis is never needed for a correct answer: while it is unreachable (the client connects lazily and reconnects
  * in the background; commands are never queued offline) every lookup is a miss without waiting, a slow command
- * fails after `commandTimeoutMs`, and a flushed or evicted key only sends that delivery to Postgres.
+ * fails after `commandTimeoutMs`, and a flushed or evicted key only sends that delivery to Postgres. The client,
+ * from the optional `ioredis` package, loads in the background when the cache is created; until it has (or when
+ * the package is not installed, which is logged as an error naming `npm install ioredis`) every lookup is a miss.
  * Keys: `{keyPrefix}{schema}[@{ledgerId}]:{source, URI-encoded}:{dedupe key}`.
  *
  * @example
@@ -66,44 +72,54 @@ export function redisSeenCache(options: RedisSeenCacheOptions): RedisSeenCache {
   const prefix = `${options.keyPrefix ?? "hookledger:seen:"}${options.schema}${
     options.ledgerId === undefined ? "" : `@${options.ledgerId}`
   }:`;
-  const redis = new Redis(options.url, {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: options.commandTimeoutMs ?? 250,
-    connectTimeout: 1000,
-    retryStrategy: (times) => Math.min(times * 200, 2000),
-  });
   const where = redactedUrl(options.url);
+  let redis: Redis | undefined;
   let healthy: boolean | undefined;
-  redis.on("ready", () => {
-    if (healthy !== true) options.log?.info({ redis: where }, "Redis duplicate cache connected");
-    healthy = true;
+  const loaded = importOptional("ioredis", () => import("ioredis"), {
+    feature: "the Redis duplicate cache (REDIS_URL)",
+  }).then(({ Redis }) => {
+    const client = new Redis(options.url, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: options.commandTimeoutMs ?? 250,
+      connectTimeout: 1000,
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+    });
+    client.on("ready", () => {
+      if (healthy !== true) options.log?.info({ redis: where }, "Redis duplicate cache connected");
+      healthy = true;
+    });
+    // Without a listener ioredis prints every reconnection failure; this reports each outage once.
+    client.on("error", (error: Error) => {
+      if (healthy !== false) {
+        options.log?.warn(
+          { redis: where, err: error.message },
+          "Redis duplicate cache unavailable; Postgres answers every delivery",
+        );
+      }
+      healthy = false;
+    });
+    redis = client;
+    return client;
   });
-  // Without a listener ioredis prints every reconnection failure; this reports each outage once.
-  redis.on("error", (error: Error) => {
-    if (healthy !== false) {
-      options.log?.warn(
-        { redis: where, err: error.message },
-        "Redis duplicate cache unavailable; Postgres answers every delivery",
-      );
-    }
-    healthy = false;
-  });
-  const ready = () => {
-    if (redis.status === "wait") redis.connect().catch(() => {});
-    return redis.status === "ready";
+  loaded.catch((error: Error) =>
+    options.log?.error({ redis: where }, `${error.message}; meanwhile Postgres answers every delivery`),
+  );
+  const ready = (): boolean => {
+    if (redis?.status === "wait") redis.connect().catch(() => {});
+    return redis?.status === "ready";
   };
   const keyOf = (source: string, dedupeKey: string) => `${prefix}${encodeURIComponent(source)}:${dedupeKey}`;
 
   return {
     keyOf,
     async has(source, dedupeKey) {
-      if (!ready()) return false;
+      if (!ready() || !redis) return false;
       return (await redis.exists(keyOf(source, dedupeKey))) === 1;
     },
     add(source, dedupeKey) {
-      if (!ready()) return;
+      if (!ready() || !redis) return;
       redis.set(keyOf(source, dedupeKey), "1", "EX", ttlSeconds).catch((error: Error) => {
         options.log?.warn(
           { source, eventId: dedupeKey, err: error.message },
@@ -112,6 +128,7 @@ export function redisSeenCache(options: RedisSeenCacheOptions): RedisSeenCache {
       });
     },
     async connect() {
+      const redis = await loaded;
       if (redis.status === "ready") return;
       if (redis.status === "wait") {
         await redis.connect();
@@ -123,6 +140,8 @@ export function redisSeenCache(options: RedisSeenCacheOptions): RedisSeenCache {
       });
     },
     async close() {
+      const redis = await loaded.catch(() => undefined);
+      if (!redis) return;
       if (redis.status === "ready") {
         await redis.quit().catch(() => redis.disconnect());
       } else {

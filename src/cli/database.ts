@@ -2,6 +2,7 @@ import { createPool, type Pool } from "../db/pool.js";
 import { type LedgerContext, ledgerContext } from "../ledger/context.js";
 import type { ResolvedConfig } from "../config/validate.js";
 import { commandDatabaseUrl, loadConfig } from "./config.js";
+import { databaseFailure } from "./errors.js";
 
 /** A one-off command's connection to the ledger. */
 export interface CommandLedger {
@@ -13,16 +14,35 @@ export interface CommandLedger {
 }
 
 /**
- * Opens the ledger for a one-off command: the config (`--config`, else `./hookledger.config.mjs`, else the demo),
- * then DATABASE_URL or the embedded server `hookledger serve` started in this directory.
+ * Opens the ledger for a one-off command that verifies no delivery, so the webhook secrets need not be set: the
+ * config (`--config`, else `./hookledger.config.mjs`, else the demo), then its database or the embedded server
+ * `hookledger serve` started in this directory. A server it cannot reach is a one-line error naming it.
  *
  * @example
  * const db = await openLedger(values.config);
  * try { await db.pool.query(...) } finally { await db.close(); }
  */
 export async function openLedger(configFile: string | undefined): Promise<CommandLedger> {
-  const { config } = await loadConfig(configFile);
+  const { config } = await loadConfig(configFile, { secrets: false });
   const connectionString = await commandDatabaseUrl(config);
-  const pool = createPool({ connectionString, role: "admin", max: 4 });
+  const pool = await connectPool(connectionString, 4);
   return { config, pool, ledger: ledgerContext(config.schema), connectionString, close: () => pool.end() };
+}
+
+/**
+ * An admin pool on `connectionString` whose first connection is made now, so that a server out of reach (refused,
+ * unknown host, wrong password, no such database, timeout) is a one-line `CliError` naming `host:port/database`.
+ *
+ * @example
+ * const pool = await connectPool(await commandDatabaseUrl(config), 1);
+ */
+export async function connectPool(connectionString: string, max: number): Promise<Pool> {
+  const pool = createPool({ connectionString, role: "admin", max });
+  try {
+    await pool.query("select 1");
+    return pool;
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw databaseFailure(error, connectionString) ?? error;
+  }
 }

@@ -6,11 +6,11 @@ import { migrate } from "../db/migrate.js";
 import { startEmbeddedPostgres } from "../db/embedded.js";
 import { createPool } from "../db/pool.js";
 import { createLogger } from "../log.js";
+import { MissingPackageError } from "../optional.js";
 import { startService } from "../service.js";
-import { commandDatabaseUrl, loadConfig } from "./config.js";
+import { loadConfig } from "./config.js";
 import type { Command } from "./commands/types.js";
-import { CliError } from "./errors.js";
-import { sendDemo } from "./send.js";
+import { CliError, explainDatabaseFailures } from "./errors.js";
 import { statsCommand } from "./stats.js";
 
 const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
@@ -21,7 +21,7 @@ Commands:
   serve     receive webhooks on POST /webhooks/:source and run the worker
   worker    run only the worker (any number of them may share one database)
   migrate   apply the ledger's migrations and exit
-  send      sign and post the demo's sample events to a running service
+  send      sign and post the demo's events, or JSON files as any source, to a running service
   stats     deliveries, duplicate rate, would-skip, refusals; backlog, failures, dead, time to settle
   events    list, show, retry and requeue events in the ledger
   replay    bring back missed events: replay stripe (events API), replay github (redeliveries)
@@ -55,7 +55,14 @@ Examples:
 `;
 
 // Commands in their own modules (src/cli/commands/<name>.ts) parse their own arguments.
-const MODULE_COMMANDS: readonly string[] = ["events", "prune", "replay", "reconcile"];
+const MODULE_COMMANDS: readonly string[] = [
+  "events",
+  "prune",
+  "replay",
+  "reconcile",
+  "backfill-versions",
+  "send",
+];
 
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
@@ -119,7 +126,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "migrate": {
-      const { config } = await loadConfig(values.config);
+      const { config } = await loadConfig(values.config, { secrets: false });
       const embedded = config.databaseUrl
         ? undefined
         : await startEmbeddedPostgres({ dataDir: join(".hookledger", "pg"), port: config.embeddedPort, log });
@@ -137,17 +144,6 @@ async function main(argv: string[]): Promise<number> {
         await pool.end();
         await embedded?.stop();
       }
-      return 0;
-    }
-    case "send": {
-      const { config } = await loadConfig(values.config);
-      const url = values.url ?? `http://127.0.0.1:${config.port}`;
-      const databaseUrl = await commandDatabaseUrl(config).catch(() => undefined);
-      await sendDemo(
-        url.replace(/\/$/, ""),
-        databaseUrl ? { url: databaseUrl, schema: config.schema } : undefined,
-        (line) => process.stdout.write(`${line}\n`),
-      );
       return 0;
     }
     case "stats": {
@@ -192,12 +188,12 @@ function parse(argv: string[]) {
   });
 }
 
-main(process.argv.slice(2)).then(
+explainDatabaseFailures(main(process.argv.slice(2))).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof CliError) {
+    if (error instanceof CliError || error instanceof MissingPackageError) {
       process.stderr.write(`hookledger: ${error.message}\n`);
-      process.exit(error.exitCode);
+      process.exit(error instanceof CliError ? error.exitCode : 1);
     }
     const cause = error instanceof Error ? error : new Error(String(error));
     process.stderr.write(

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { DEMO_SECRETS } from "../demo/config.js";
-import { githubSignature, stripeSignature } from "../demo/sign.js";
+import { signDelivery } from "../testing/sign.js";
 
 /** One sample delivery and what the demo expects of it. */
 interface Sample {
@@ -16,8 +16,8 @@ interface Sample {
 
 function stripeSample(label: string, id: string, type: string, created: number, sub: object): Sample {
   const body = JSON.stringify({ id, object: "event", type, created, data: { object: sub } });
-  const signature = stripeSignature(body, DEMO_SECRETS.stripe, Math.floor(Date.now() / 1000));
-  return { label, source: "stripe", id, body, headers: { "stripe-signature": signature } };
+  const { headers } = signDelivery({ provider: "stripe", secret: DEMO_SECRETS.stripe, body });
+  return { label, source: "stripe", id, body, headers };
 }
 
 /** Builds the demo's deliveries: a new event, its duplicate, an out-of-order pair and a GitHub push. */
@@ -43,6 +43,7 @@ export function demoSamples(): Sample[] {
     after: run.repeat(5),
     repository: { full_name: "acme/shop" },
   });
+  const delivery = `${run}-0000-4000-8000-000000000000`;
   return [
     created,
     { ...created, label: "the same event again (provider retry)" },
@@ -63,13 +64,15 @@ export function demoSamples(): Sample[] {
     {
       label: "GitHub push",
       source: "github",
-      id: `${run}-0000-4000-8000-000000000000`,
+      id: delivery,
       body: push,
-      headers: {
-        "x-github-event": "push",
-        "x-github-delivery": `${run}-0000-4000-8000-000000000000`,
-        "x-hub-signature-256": githubSignature(push, DEMO_SECRETS.github),
-      },
+      headers: signDelivery({
+        provider: "github",
+        secret: DEMO_SECRETS.github,
+        body: push,
+        id: delivery,
+        type: "push",
+      }).headers,
     },
   ];
 }
@@ -82,6 +85,7 @@ export async function sendDemo(
   baseUrl: string,
   database: { url: string; schema: string } | undefined,
   out: (line: string) => void,
+  post: (url: string, init: RequestInit) => Promise<Response> = fetch,
 ) {
   const samples = demoSamples();
   const client = database ? new pg.Client({ connectionString: database.url }) : undefined;
@@ -114,9 +118,9 @@ export async function sendDemo(
   };
   try {
     for (const sample of samples) {
-      const response = await fetch(`${baseUrl}/webhooks/${sample.source}`, {
+      const response = await post(`${baseUrl}/webhooks/${sample.source}`, {
         method: "POST",
-        headers: { "content-type": "application/json", ...sample.headers },
+        headers: sample.headers,
         body: sample.body,
       });
       const answer = await response.text();

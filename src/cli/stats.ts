@@ -1,10 +1,10 @@
 import { durationMs } from "../config/duration.js";
-import { createPool } from "../db/pool.js";
 import { ledgerContext } from "../ledger/context.js";
 import { formatStatsJson, formatStatsTable } from "../stats/format.js";
 import { readLedgerStats } from "../stats/ledger.js";
 import { readDeliveryStats } from "../stats/query.js";
 import { commandDatabaseUrl, loadConfig } from "./config.js";
+import { connectPool } from "./database.js";
 import { CliError } from "./errors.js";
 
 /**
@@ -54,9 +54,8 @@ export function parseDuration(text: string, flag = "--since"): number {
 export async function statsCommand(options: StatsCommandOptions, out: (text: string) => void): Promise<void> {
   const window = options.since ?? "24h";
   const windowMs = parseDuration(window);
-  const { config } = await loadConfig(options.config);
-  const url = await commandDatabaseUrl(config);
-  const pool = createPool({ connectionString: url, role: "admin", max: 1 });
+  const { config } = await loadConfig(options.config, { secrets: false });
+  const pool = await connectPool(await commandDatabaseUrl(config), 1);
   try {
     const ledger = ledgerContext(config.schema);
     const query = { windowMs, ...(options.source !== undefined && { source: options.source }) };

@@ -1,10 +1,10 @@
-import type { Source } from "../http/core.js";
+import type { Source } from "../edge/receiver.js";
 import { defaultTombstoneHorizonMs, horizonRefusals } from "../prune/windows.js";
 import { durationMs } from "./duration.js";
 import { type Configurable, isEnvRef } from "./env.js";
 
 /**
- * Work the service runs on an interval (DESIGN.md §8).
+ * Work the service runs on an interval (docs/architecture.md §8).
  *
  * @example
  * schedules: {
@@ -48,7 +48,8 @@ export interface ResolvedSchedules {
 }
 
 /**
- * Validates the schedules against the configured sources, pushing each problem (field and fix) to `problems`.
+ * Validates the schedules against the configured sources, pushing each problem (field and fix) to `problems`;
+ * without `checkKeys`, an unset API key is not one (a command that runs no schedule).
  *
  * @example
  * const schedules = resolveSchedules(config.schedules, sources, process.env, problems);
@@ -58,6 +59,7 @@ export function resolveSchedules(
   sources: readonly Source[],
   environment: NodeJS.ProcessEnv,
   problems: string[],
+  checkKeys = true,
 ): ResolvedSchedules {
   const duration = (field: string, text: unknown): number => {
     const ms = typeof text === "string" ? durationMs(text) : undefined;
@@ -108,7 +110,7 @@ export function resolveSchedules(
       );
     }
     const apiKey = isEnvRef(r.apiKey) ? environment[r.apiKey.env] : r.apiKey;
-    if (!apiKey) {
+    if (!apiKey && checkKeys) {
       const fix = isEnvRef(r.apiKey)
         ? `set the environment variable ${r.apiKey.env}`
         : "give a Stripe API key";

@@ -5,7 +5,7 @@ import type { Handlers } from "../worker/handlers.js";
 import type { Configurable } from "./env.js";
 import type { SchedulesConfig } from "./schedules.js";
 
-/** The providers a source can name (DESIGN.md §5). */
+/** The providers a source can name (docs/architecture.md §5). */
 export type ProviderName =
   | "stripe"
   | "github"
@@ -23,8 +23,10 @@ export interface SourceConfig {
   readonly provider: ProviderName;
   /**
    * Every active signing secret; any may match, and the ledger row records which one did (rotation: add the new
-   * secret, deploy, roll it at the provider, then remove the old one). Empty secrets refuse to start.
-   * @example [env("STRIPE_WEBHOOK_SECRET")]
+   * secret, deploy, roll it at the provider, then remove the old one). Empty secrets refuse to start, except
+   * `env.optional(…)` ones, which are left out; at least one must be set. Commands that verify no delivery
+   * (migrate, stats, events, prune, replay, reconcile) do not read them.
+   * @example [env("STRIPE_WEBHOOK_SECRET"), env.optional("STRIPE_WEBHOOK_SECRET_OLD")]
    */
   readonly secrets: readonly Configurable<string>[];
   /**
@@ -62,8 +64,11 @@ export interface SourceConfig {
 export interface HookledgerConfig {
   readonly database?: {
     /**
-     * The Postgres URL. Unset: an embedded Postgres keeps its data under `.hookledger/` in the working directory.
-     * @defaultValue env("DATABASE_URL")
+     * The Postgres URL. Absent: `DATABASE_URL` when it is set, else an embedded Postgres that keeps its data under
+     * `.hookledger/` in the working directory (the demo). Given, it must resolve: `env("DATABASE_URL")` with the
+     * variable unset refuses to start (`env.optional(…)` falls back to the embedded server instead).
+     * @defaultValue env.optional("DATABASE_URL")
+     * @example url: env("DATABASE_URL")
      */
     readonly url?: Configurable<string>;
     /** The ledger's schema. @defaultValue env("HOOKLEDGER_SCHEMA") or "hookledger" */
@@ -71,9 +76,9 @@ export interface HookledgerConfig {
     /** Port of the embedded Postgres. @defaultValue 54329 */
     readonly embeddedPort?: number;
   };
-  /** @defaultValue env("HOST") or "127.0.0.1" */
+  /** The listening address; `HOST` in the environment beats it. @defaultValue "127.0.0.1" */
   readonly host?: Configurable<string>;
-  /** 0 picks a free port. @defaultValue env("PORT") or 3000 */
+  /** The listening port (0 picks a free one); `PORT` in the environment beats it. @defaultValue 3000 */
   readonly port?: Configurable<number>;
   readonly sources: readonly SourceConfig[];
   /**

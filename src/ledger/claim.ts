@@ -106,7 +106,7 @@ async function claimOn(db: Queryable, ledger: LedgerContext, input: ClaimInput):
 
 /**
  * The claim's insert (values `$1`–`$14`: {@link insertValues}); it inserts nothing for the key of a pruned event
- * (its tombstone). With `inline`, the row is claimed by an app's own route (DESIGN.md §7): status `inline` and its
+ * (its tombstone). With `inline`, the row is claimed by an app's own route (docs/architecture.md §7): status `inline` and its
  * lease, `$15` milliseconds from now, in `next_attempt_at`.
  *
  * @example

@@ -3,7 +3,7 @@ import { type ClaimInput, countDuplicate, insertSql, insertValues, withClaimSess
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
 /**
- * What an inline claim decided (DESIGN.md §7). `lease` is the row's `next_attempt_at` as exact epoch seconds: the
+ * What an inline claim decided (docs/architecture.md §7). `lease` is the row's `next_attempt_at` as exact epoch seconds: the
  * token that proves, at settle or fail, that no later delivery has taken the event over since.
  *
  * @example

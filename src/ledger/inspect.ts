@@ -2,7 +2,7 @@ import type { ArrivedVia } from "./claim.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 import type { Outcome } from "./settle.js";
 
-/** Where an event is in its lifecycle (DESIGN.md §3); `inline` while an app's own route runs it. */
+/** Where an event is in its lifecycle (docs/architecture.md §3); `inline` while an app's own route runs it. */
 export type EventStatus = "pending" | "failed" | "settled" | "dead" | "inline";
 
 /** Every status, in lifecycle order. */

@@ -49,7 +49,7 @@ select count(*)::int as n from gone`,
 );
 
 /**
- * Prunes one batch of one source (DESIGN.md §8): tombstones the batch's dedupe keys, then deletes its rows and
+ * Prunes one batch of one source (docs/architecture.md §8): tombstones the batch's dedupe keys, then deletes its rows and
  * their `duplicates` counts. Only `settled` rows ever go; pending, failed, dead and inline rows stay. Each phase is
  * one short autocommit statement, so locks stay bounded by the batch. Returns how many rows were tombstoned
  * (`marked`, 0 when none are left) and how many went (`pruned`: fewer if some were requeued in between).

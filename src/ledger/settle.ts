@@ -1,6 +1,6 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
-/** How a settled event ended (DESIGN.md §3). */
+/** How a settled event ended (docs/architecture.md §3). */
 export type Outcome = "applied" | "stale" | "unhandled" | "ignored";
 
 const settleSql = statement(

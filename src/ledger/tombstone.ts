@@ -2,7 +2,7 @@ import type { ClaimInput, ClaimResult } from "./claim.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
 /**
- * The claim's tombstone condition (DESIGN.md §8, prune): appended to the claim's `insert … select`, it inserts
+ * The claim's tombstone condition (docs/architecture.md §8, prune): appended to the claim's `insert … select`, it inserts
  * nothing when the dedupe key (or, for providers that dedupe on the body, the body hash) belongs to a pruned
  * event. Two primary-key probes on a small table; the values are the claim's `$1` source, `$2` key, `$5` body
  * hash and `$6` dedupe-on-body flag.

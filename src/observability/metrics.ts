@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { EdgeObserver } from "../http/observer.js";
+import type { EdgeObserver } from "../edge/observer.js";
 import type { AttemptReport } from "../worker/attempt.js";
 import { type BacklogOptions, backlogReader } from "./backlog.js";
 

@@ -15,7 +15,7 @@ import type { EntityRef, Provider, VerifyInput, VerifyResult } from "./types.js"
 /**
  * Options of the Awardee provider. Awardee documents its delivery id (`X-Awardee-Delivery`, reused across retries),
  * its event type (`X-Awardee-Event`) and ordering by a payload timestamp, but has not published its signature
- * scheme, tolerance or rotation behaviour (PROVIDERS.md). The signature is therefore a configurable HMAC: set these
+ * scheme, tolerance or rotation behaviour (docs/architecture.md §5). The signature is therefore a configurable HMAC: set these
  * to whatever Awardee confirms, and the defaults (hex HMAC-SHA256 of the raw body in `X-Awardee-Signature`) apply
  * until then.
  *
@@ -84,7 +84,7 @@ export interface AwardeeOptions {
 /**
  * Awardee: a configurable HMAC (see {@link AwardeeOptions}); the dedupe key is `X-Awardee-Delivery`, the type is
  * `X-Awardee-Event`, and the entity is versioned by a payload timestamp. As far as is known the delivery id header is
- * not signed, so the body's sha256 dedupes too, as for GitHub (DESIGN.md §3).
+ * not signed, so the body's sha256 dedupes too, as for GitHub (docs/architecture.md §3).
  *
  * @example
  * const provider = awardeeProvider({ prefix: "sha256=" });

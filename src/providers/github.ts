@@ -8,7 +8,7 @@ const PREFIX = "sha256=";
  * dedupe key is `X-GitHub-Delivery` and the type is `X-GitHub-Event`, plus `.action` when the body has one
  * (`pull_request.opened`, but plain `push`). No entity by default.
  *
- * The delivery id header is not covered by the signature, so the body's sha256 dedupes too (DESIGN.md §3).
+ * The delivery id header is not covered by the signature, so the body's sha256 dedupes too (docs/architecture.md §3).
  *
  * @example
  * const provider = githubProvider();

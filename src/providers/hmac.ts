@@ -17,7 +17,7 @@ export function hmac(
 
 /**
  * Constant-time comparison of an expected MAC with a received one. The byte-length check comes first because
- * `timingSafeEqual` throws on unequal lengths (DESIGN.md §5: a length mismatch is a 401, never an exception).
+ * `timingSafeEqual` throws on unequal lengths (docs/architecture.md §5: a length mismatch is a 401, never an exception).
  */
 export function macEquals(expected: Uint8Array, received: Uint8Array): boolean {
   return expected.length === received.length && timingSafeEqual(expected, received);

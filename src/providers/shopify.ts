@@ -5,7 +5,7 @@ import type { EntityRef, HeaderBag, Provider, VerifyInput, VerifyResult } from "
  * Shopify: `X-Shopify-Hmac-Sha256` is the base64 HMAC-SHA256 of the raw body with the app's client secret; there is
  * no timestamp and so no window. The dedupe key is `X-Shopify-Event-Id` (the same event delivered to several
  * subscriptions is one event, per shopify.dev "Ignore duplicate webhooks"), else `X-Shopify-Webhook-Id`; the type
- * is `X-Shopify-Topic`. Neither id header is signed, so the body's sha256 dedupes too (DESIGN.md §3).
+ * is `X-Shopify-Topic`. Neither id header is signed, so the body's sha256 dedupes too (docs/architecture.md §3).
  *
  * The entity is typed by the topic's resource (`orders/updated` → `orders`) and versioned by the payload's
  * `updated_at` in milliseconds; `occurredAt` is `X-Shopify-Triggered-At`. Shopify's newer "events" deliveries send

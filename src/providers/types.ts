@@ -1,7 +1,7 @@
 /**
  * The one interface every provider implements.
  *
- * Terminology (DESIGN.md §1):
+ * Terminology (docs/architecture.md §1):
  * - **source**: one configured inbound endpoint (`stripe`, `github-acme`): a provider, its secrets, its options.
  * - **provider**: a signature scheme plus the rules for the event id, type, time and entity.
  * - **delivery**: one HTTP POST. **event**: what the provider means; several deliveries may carry one event.
@@ -61,7 +61,7 @@ export interface ParsedEvent {
   readonly entity?: EntityRef;
   /**
    * True when the dedupe key is not covered by the signature (GitHub's `X-GitHub-Delivery`): the body's sha256 then
-   * dedupes too, so a captured body re-sent under a new id header is still a duplicate (DESIGN.md §3).
+   * dedupes too, so a captured body re-sent under a new id header is still a duplicate (docs/architecture.md §3).
    */
   readonly dedupeOnBodyHash: boolean;
   /**

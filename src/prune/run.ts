@@ -3,7 +3,7 @@ import { countPrunable, expireTombstones, pruneBatch } from "../ledger/prune.js"
 import { horizonRefusals, type HorizonRefusal, type PruneSource } from "./windows.js";
 
 /**
- * What to prune (DESIGN.md §8).
+ * What to prune (docs/architecture.md §8).
  *
  * @example
  * const options: PruneOptions = { sources: [{ name: "stripe", provider: "stripe" }], olderThanMs: 90 * 86_400_000,

@@ -35,7 +35,7 @@ export interface Pruner {
 }
 
 /**
- * Prunes on a schedule (DESIGN.md §8) from a service. Every instance may run one: a session advisory lock per
+ * Prunes on a schedule (docs/architecture.md §8) from a service. Every instance may run one: a session advisory lock per
  * schema lets one prune at a time, and the others skip that round. Throws at once (a configuration mistake) when
  * a source's replay window is longer than the horizon and `force` is not set.
  *

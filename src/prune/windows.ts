@@ -3,7 +3,7 @@ const DAY_MS = 86_400_000;
 /**
  * How long after an event a provider can still bring it back (a retry, a redelivery or a replay through its API),
  * by provider: the shortest prune horizon that keeps a late arrival recognisable from its live row. Past it, the
- * tombstone still recognises it until the tombstone horizon. Sources (PROVIDERS.md):
+ * tombstone still recognises it until the tombstone horizon. Sources (each provider's documentation):
  * - stripe 30 d: `GET /v1/events` lists the last 30 days (automatic retries end after 3 days).
  * - paddle 90 d: notifications are retained, and replayable, for 90 days (retries end after 3 days).
  * - awardee 30 d: its own brief prunes its seen-deliveries table after 30 days.

@@ -1,5 +1,6 @@
-import { Octokit } from "@octokit/rest";
+import type { Octokit } from "@octokit/rest";
 import { CliError } from "../cli/errors.js";
+import { importOptional } from "../optional.js";
 
 /** Whose hook to replay: a repository's or an organisation's (by hook id), or a GitHub App's. */
 export type GithubHookTarget =
@@ -49,25 +50,35 @@ export function githubDeliveriesApi(
   token: string,
   options: { readonly baseUrl?: string | undefined; readonly retryBaseMs?: number } = {},
 ): GithubDeliveriesApi {
-  const quiet = () => {};
-  const octokit = new Octokit({
-    auth: token,
-    userAgent: "hookledger-replay",
-    log: { debug: quiet, info: quiet, warn: quiet, error: quiet },
-    ...(options.baseUrl && { baseUrl: options.baseUrl.replace(/\/+$/, "") }),
-  });
-  const retryBaseMs = options.retryBaseMs ?? 500;
-  octokit.hook.wrap("request", async (request, requestOptions) => {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await request(requestOptions);
-      } catch (error) {
-        const wait = retryWaitMs(error as HttpError, attempt, retryBaseMs);
-        if (wait === undefined || attempt >= RETRIES) throw explain(error as HttpError, target);
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-  });
+  let client: Promise<Octokit> | undefined;
+  // The SDK loads at the first request, so `import "hookledger"` never loads it.
+  const octokit = () => {
+    client ??= importOptional("@octokit/rest", () => import("@octokit/rest"), {
+      feature: "replay github",
+    }).then(({ Octokit }) => {
+      const quiet = () => {};
+      const instance = new Octokit({
+        auth: token,
+        userAgent: "hookledger-replay",
+        log: { debug: quiet, info: quiet, warn: quiet, error: quiet },
+        ...(options.baseUrl && { baseUrl: options.baseUrl.replace(/\/+$/, "") }),
+      });
+      const retryBaseMs = options.retryBaseMs ?? 500;
+      instance.hook.wrap("request", async (request, requestOptions) => {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            return await request(requestOptions);
+          } catch (error) {
+            const wait = retryWaitMs(error as HttpError, attempt, retryBaseMs);
+            if (wait === undefined || attempt >= RETRIES) throw explain(error as HttpError, target);
+            await new Promise((resolve) => setTimeout(resolve, wait));
+          }
+        }
+      });
+      return instance;
+    });
+    return client;
+  };
   const base =
     target.kind === "repo"
       ? { route: "/repos/{owner}/{repo}/hooks/{hook_id}", params: { owner: target.owner, repo: target.repo } }
@@ -77,11 +88,14 @@ export function githubDeliveriesApi(
   const params = { ...base.params, ...(target.kind !== "app" && { hook_id: target.hookId }) };
   return {
     async *pages() {
-      const pages = octokit.paginate.iterator(`GET ${base.route}/deliveries`, { ...params, per_page: 100 });
+      const pages = (await octokit()).paginate.iterator(`GET ${base.route}/deliveries`, {
+        ...params,
+        per_page: 100,
+      });
       for await (const page of pages) yield page.data as unknown as GithubDelivery[];
     },
     async redeliver(deliveryId) {
-      await octokit.request(`POST ${base.route}/deliveries/{delivery_id}/attempts`, {
+      await (await octokit()).request(`POST ${base.route}/deliveries/{delivery_id}/attempts`, {
         ...params,
         delivery_id: deliveryId,
       });

@@ -7,7 +7,7 @@ import { type GithubHookTarget, githubDeliveriesApi } from "./github-api.js";
 import { formatReport, formatReportJson } from "./report.js";
 import { replayGithubDeliveries } from "./github-run.js";
 
-/** GitHub redelivers deliveries of the past 3 days on github.com (PROVIDERS.md, "GitHub — deliveries"). */
+/** GitHub redelivers deliveries of the past 3 days on github.com (GitHub's REST documentation, "Redeliver a delivery for a repository webhook"). */
 export const GITHUB_REDELIVERY_WINDOW_MS = 3 * 86_400_000;
 
 const HELP = `hookledger replay github: ask GitHub to redeliver the webhook deliveries the ledger lacks

@@ -30,7 +30,7 @@ export async function keysInLedger(
   const present = new Set<string>();
   for (let i = 0; i < keys.length; i += 5000) {
     const { rows } = await target.db.query<{ dedupe_key: string }>(
-      // A pruned event's tombstone counts as present: replaying it would be a duplicate (DESIGN.md §8).
+      // A pruned event's tombstone counts as present: replaying it would be a duplicate (docs/architecture.md §8).
       `select dedupe_key from ${target.ledger.s}.events
         where source = $1::text and dedupe_key = any($2::text[])
        union

@@ -1,4 +1,5 @@
-import Stripe from "stripe";
+import type Stripe from "stripe";
+import { importOptional } from "../optional.js";
 
 /** Stripe keeps events for 30 days (docs.stripe.com/api/events/list). */
 export const STRIPE_RETENTION_MS = 30 * 86_400_000;
@@ -41,15 +42,19 @@ export function stripeWindow(since: Date, until: Date, now: number) {
   return since < edge ? { since: edge, until, clamped: true } : { since, until, clamped: false };
 }
 
-/**
- * A client of the official SDK, configured for paging the events API.
- *
- * @example
- * const stripe = stripeClient({ apiKey: process.env.STRIPE_API_KEY! });
- */
-export function stripeClient(options: StripeApiOptions): Stripe {
+/** One event as the API renders it (the SDK's `Stripe.Event`, kept out of the public types). */
+export type StripeEventJson = { readonly id: string } & Record<string, unknown>;
+
+type StripeModule = typeof import("stripe");
+
+// Loaded on first use: `import "hookledger"` never loads the SDK, and a user who never replays need not install it.
+function loadStripe(): Promise<StripeModule> {
+  return importOptional("stripe", () => import("stripe"), { feature: "replay stripe" });
+}
+
+function stripeClient(sdk: StripeModule, options: StripeApiOptions): Stripe {
   const base = options.apiBase ? new URL(options.apiBase) : undefined;
-  return new Stripe(options.apiKey, {
+  return new sdk.default(options.apiKey, {
     maxNetworkRetries: options.maxRetries ?? 3,
     telemetry: false,
     appInfo: { name: "hookledger" },
@@ -62,18 +67,21 @@ export function stripeClient(options: StripeApiOptions): Stripe {
 }
 
 /**
- * Lists the window's events through the SDK's auto-pagination and returns them oldest first (the API lists newest
- * first). Throws an `Error` whose message names the cause and the fix (401, 403, 429 or 5xx after the retries).
+ * Lists the window's events through the official SDK's auto-pagination and returns them oldest first (the API lists
+ * newest first). Throws an `Error` whose message names the cause and the fix (401, 403, 429 or 5xx after the
+ * retries), or a `MissingPackageError` when the `stripe` package is not installed.
  *
  * @example
- * const events = await listStripeEvents(stripe, options, { since, until }, (n) => bar.update(n));
+ * const events = await listStripeEvents({ apiKey: process.env.STRIPE_API_KEY! }, { since, until }, (n) => bar.update(n));
  */
 export async function listStripeEvents(
-  stripe: Stripe,
   options: StripeApiOptions,
   query: StripeEventQuery,
   onFetched: (count: number) => void = () => {},
-): Promise<Stripe.Event[]> {
+): Promise<StripeEventJson[]> {
+  const sdk = await loadStripe();
+  const { errors } = sdk.default;
+  const stripe = stripeClient(sdk, options);
   const types = query.types ?? [];
   const params: Stripe.EventListParams = {
     created: { gte: Math.floor(query.since.getTime() / 1000), lte: Math.floor(query.until.getTime() / 1000) },
@@ -94,12 +102,12 @@ export async function listStripeEvents(
         retries = 0;
         onFetched(events.length);
       }
-      return events.reverse();
+      return events.reverse() as unknown as StripeEventJson[];
     } catch (error) {
       // stripe-node retries a 429 only when Stripe sends `Stripe-Should-Retry: true` (lock timeouts); a plain rate
       // limit is retried here with the same kind of backoff.
-      if (!(error instanceof Stripe.errors.StripeRateLimitError) || retries >= maxRetries) {
-        throw new Error(stripeErrorMessage(error, options), { cause: error });
+      if (!(error instanceof errors.StripeRateLimitError) || retries >= maxRetries) {
+        throw new Error(stripeErrorMessage(errors, error, options), { cause: error });
       }
       retries++;
       const delay = (options.rateLimitDelayMs ?? 500) * 2 ** (retries - 1);
@@ -108,10 +116,9 @@ export async function listStripeEvents(
   }
 }
 
-function stripeErrorMessage(error: unknown, options: StripeApiOptions): string {
+function stripeErrorMessage(errors: typeof Stripe.errors, error: unknown, options: StripeApiOptions): string {
   const keyEnv = options.apiKeyEnv ?? "STRIPE_API_KEY";
   const retries = options.maxRetries ?? 3;
-  const { errors } = Stripe;
   if (error instanceof errors.StripeAuthenticationError) {
     return `Stripe refused the API key in ${keyEnv} (401); set ${keyEnv} to a secret key (sk_live_…/sk_test_…) or a restricted key with read access to Events, of the account that sends this source's webhooks`;
   }

@@ -91,7 +91,7 @@ export async function runStripeCommand(
       2,
     );
   }
-  const { config, file } = await loadConfig(values.config);
+  const { config, file } = await loadConfig(values.config, { secrets: false });
   const source = config.sources.find((s) => s.name === values.source);
   if (!source) {
     const names = config.sources.map((s) => s.name).join(", ");

@@ -6,7 +6,6 @@ import {
   listStripeEvents,
   type StripeApiOptions,
   type StripeEventQuery,
-  stripeClient,
   stripeWindow,
 } from "./stripe-api.js";
 import { postReplayed, type ReplayVia } from "./via.js";
@@ -39,7 +38,7 @@ export interface StripeReplayOptions {
 const QUIET: ProgressIO = { out() {}, isTTY: false };
 
 /**
- * Replays a window of Stripe events (DESIGN.md §8): lists them with the official SDK, oldest first, finds the ones
+ * Replays a window of Stripe events (docs/architecture.md §8): lists them with the official SDK, oldest first, finds the ones
  * the ledger already holds, and claims the others with `arrivedVia: "replay"` (or re-POSTs every event with the
  * replay token when `via` is given). Rows replayed into the ledger keep the API's rendering of the event (rendered
  * at the event's creation API version), not the bytes of the original delivery. Throws when Stripe cannot be read;
@@ -75,9 +74,7 @@ export async function replayStripe(options: StripeReplayOptions): Promise<Replay
   };
   const fetching = progressBar(io, "fetch");
   const started = Date.now();
-  const events = await listStripeEvents(stripeClient(options.api), options.api, query, (n) =>
-    fetching.update(n),
-  );
+  const events = await listStripeEvents(options.api, query, (n) => fetching.update(n));
   fetching.finish();
   report.fetched = events.length;
   report.phases.push(
@@ -86,7 +83,7 @@ export async function replayStripe(options: StripeReplayOptions): Promise<Replay
 
   const items: ReplayItem[] = [];
   for (const event of events) {
-    const parsed = stripeEventFromJson(event as unknown as Record<string, unknown>);
+    const parsed = stripeEventFromJson(event);
     if (!parsed.ok) {
       report.failed++;
       report.failures.push({ id: String(event.id ?? "?"), error: parsed.detail });

@@ -1,4 +1,4 @@
-import { REPLAY_TOKEN_HEADER } from "../http/replay-token.js";
+import { REPLAY_TOKEN_HEADER } from "../edge/replay-token.js";
 import type { Progress } from "./progress.js";
 import type { ReplayItem } from "./ledger.js";
 import type { ReplayReport } from "./report.js";

@@ -1,4 +1,4 @@
-import type { DeliveryReport, DeliveryResult, EdgeObserver } from "../http/observer.js";
+import type { DeliveryReport, DeliveryResult, EdgeObserver } from "../edge/observer.js";
 import { type LedgerContext, type Queryable, statement } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 

@@ -229,8 +229,7 @@ async function runHandler(
     // After a timeout the handler's own rejection has no one left to hear it; keep it from being "unhandled".
     run.catch(() => {});
     await Promise.race([run, timeout, abandoned]);
-    const outcome = attempt.stale() ? "stale" : attempt.ignored() ? "ignored" : "applied";
-    return { ok: true, outcome, savepoint: true };
+    return { ok: true, outcome: attempt.outcome(), savepoint: true };
   } catch (error) {
     const err = error instanceof Error ? error : new Error(String(error));
     const cut = err instanceof TimeoutError ? "timeout" : err instanceof AbandonedError ? "abandoned" : false;

@@ -2,6 +2,7 @@ import type { PoolClient } from "../db/pool.js";
 import { advanceVersion } from "../ledger/advance.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { PickedEvent } from "../ledger/pick.js";
+import { encodeVersion } from "../ledger/version.js";
 import type { HandlerContext, HandlerEvent } from "./handlers.js";
 
 /** Rejects a handler's later queries once its attempt is over (it timed out or was abandoned and kept going). */
@@ -27,6 +28,8 @@ export interface AttemptContext {
   stale(): boolean;
   /** True once the handler called `ctx.ignore()`. */
   ignored(): boolean;
+  /** The settle outcome of a handler that returned: `stale` wins over `ignored`, else `applied`. */
+  outcome(): "applied" | "stale" | "ignored";
   /** Ends the attempt: the handler's `ctx.tx` refuses every later query. */
   end(): void;
 }
@@ -78,10 +81,16 @@ export function attemptContext(
       if (type === undefined || id === undefined || v === undefined) {
         throw new Error(`advance() needs an entity: ${picked.source}/${picked.event_type} reports none`);
       }
+      const encoded = encodeVersion(v, "ms");
+      if (!encoded.ok) {
+        throw new Error(
+          `advance(): version ${JSON.stringify(v)} of ${type} ${id} is neither a number nor a date (Date or ISO 8601)`,
+        );
+      }
       const advanced = await advanceVersion(tx, ledger, {
         entityType: type,
         entityId: id,
-        version: v instanceof Date ? v.getTime() : v,
+        version: encoded.version,
         source: picked.source,
         dedupeKey: picked.dedupe_key,
       });
@@ -96,6 +105,7 @@ export function attemptContext(
     ctx,
     stale: () => stale,
     ignored: () => ignored,
+    outcome: () => (stale ? "stale" : ignored ? "ignored" : "applied"),
     end: () => {
       over = true;
     },

@@ -27,9 +27,10 @@ export interface HandlerContext<P = unknown> {
    */
   readonly tx: PoolClient;
   /**
-   * The version guard (DESIGN.md §6). Returns false when a newer version of the entity was already applied: skip
+   * The version guard (docs/architecture.md §6). Returns false when a newer version of the entity was already applied: skip
    * the writes and return; the event settles as `stale`. Equal versions advance. Without arguments it guards the
-   * entity the provider reported.
+   * entity the provider reported. A number or numeric string is stored as given; a `Date` or ISO 8601 string as
+   * milliseconds (Stripe's own version, `created`, is in seconds: pass seconds for Stripe entities).
    *
    * @example
    * if (!(await ctx.advance("subscription", sub.id, ctx.event.payload.created))) return;

@@ -24,7 +24,11 @@ export interface Waker {
  * const waker = listenForClaims({ connectionString, channel: ledger.channel, log });
  * await waker.sleep(1000);
  */
-export function listenForClaims(options: { connectionString: string; channel: string; log: Logger }): Waker {
+export function listenForClaims(options: {
+  connectionString: string | pg.ClientConfig;
+  channel: string;
+  log: Logger;
+}): Waker {
   const sleepers = new Set<() => void>();
   let wakeups = 0;
   let closed = false;
@@ -39,10 +43,11 @@ export function listenForClaims(options: { connectionString: string; channel: st
 
   const connect = async () => {
     if (closed) return;
-    const c = new pg.Client({
-      connectionString: options.connectionString,
-      application_name: "hookledger-listen",
-    });
+    const base =
+      typeof options.connectionString === "string"
+        ? { connectionString: options.connectionString }
+        : options.connectionString;
+    const c = new pg.Client({ ...base, application_name: "hookledger-listen" });
     client = c;
     c.on("notification", wakeAll);
     c.on("error", (error) => {

@@ -1,3 +1,4 @@
+import type { ClientConfig } from "pg";
 import type { Pool } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
@@ -10,8 +11,8 @@ import { listenForClaims } from "./wake.js";
 export interface WorkerOptions {
   /** A pool created with role `work` (its sessions carry the keepalive and idle-in-transaction settings). */
   readonly pool: Pool;
-  /** The same database's URL, for the LISTEN connection that wakes idle slots. */
-  readonly connectionString: string;
+  /** The same database's URL (or a pg client config), for the LISTEN connection that wakes idle slots. */
+  readonly connectionString: string | ClientConfig;
   readonly ledger: LedgerContext;
   readonly handlers: Handlers;
   readonly log: Logger;

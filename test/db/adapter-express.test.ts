@@ -1,11 +1,11 @@
-// DESIGN.md §4 through Express 5 over real HTTP: the same answers as node:http, and a body parser mounted first is
+// docs/architecture.md §4 through Express 5 over real HTTP: the same answers as node:http, and a body parser mounted first is
 // answered 500 with its cause and fix (and logged), never a silent signature failure.
 import assert from "node:assert/strict";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import express, { type Express } from "express";
-import { assertNoBodyParserBefore, createExpressHandler } from "../../src/http/express.js";
+import { assertNoBodyParserBefore, createExpressHandler } from "../../src/adapters/express/receiver.js";
 import { createLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {

@@ -1,10 +1,10 @@
-// DESIGN.md §4 through Fastify 5 over real HTTP: the plugin's raw parser wins inside its context, so a JSON body
+// docs/architecture.md §4 through Fastify 5 over real HTTP: the plugin's raw parser wins inside its context, so a JSON body
 // verifies next to the app's own parsers, and Fastify's bodyLimit never undercuts the source's cap.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
-import { createReceiver } from "../../src/http/core.js";
-import { hookledgerFastify } from "../../src/http/fastify.js";
+import { createReceiver } from "../../src/edge/receiver.js";
+import { createFastifyHandler } from "../../src/adapters/fastify/receiver.js";
 import { createLogger, silentLogger } from "../../src/log.js";
 import { stripeProvider } from "../../src/providers/stripe.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
@@ -53,12 +53,12 @@ before(async () => {
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
     done(null, { parsedByTheApp: JSON.parse(body as string) });
   });
-  await app.register(hookledgerFastify(receiver, { log }));
+  await app.register(createFastifyHandler(receiver, { log }));
   app.post("/orders", async (request) => request.body);
   url = await start(app);
 
   const prefixed = Fastify();
-  await prefixed.register(hookledgerFastify(receiver, { log }), { prefix: "/api" });
+  await prefixed.register(createFastifyHandler(receiver, { log }), { prefix: "/api" });
   prefixedUrl = await start(prefixed);
 
   const consuming = Fastify();
@@ -67,7 +67,7 @@ before(async () => {
     for await (const _ of payload) {
     }
   });
-  await consuming.register(hookledgerFastify(receiver, { log }));
+  await consuming.register(createFastifyHandler(receiver, { log }));
   consumingUrl = await start(consuming);
 });
 

@@ -1,4 +1,4 @@
-// DESIGN.md §4 through Hono: over real HTTP with @hono/node-server and in-process with app.request(). Middleware
+// docs/architecture.md §4 through Hono: over real HTTP with @hono/node-server and in-process with app.request(). Middleware
 // that read the body as JSON first is answered 500 with its cause and fix; bytes kept by arrayBuffer() verify.
 import assert from "node:assert/strict";
 import type { Server } from "node:http";
@@ -6,8 +6,8 @@ import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
-import { createFetchHandler } from "../../src/http/fetch.js";
-import { createHonoHandler } from "../../src/http/hono.js";
+import { createFetchHandler } from "../../src/adapters/web/receiver.js";
+import { createHonoHandler } from "../../src/adapters/hono/receiver.js";
 import { createLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {

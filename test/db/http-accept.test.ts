@@ -1,4 +1,4 @@
-// DESIGN.md §4 through the node:http adapter: the rows that end in a 200 (accepted, duplicate), the claim's ordering
+// docs/architecture.md §4 through the node:http adapter: the rows that end in a 200 (accepted, duplicate), the claim's ordering
 // against an open transaction, key rotation, GitHub's unsigned id header and 50 racing clients.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -196,7 +196,7 @@ test("POST a GitHub body again under a new X-GitHub-Delivery → 200 duplicate o
   const first = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
   const replayed = "0b989ba4-242f-11e5-81e1-c7b6d0f4a8d4";
   assertAnswer(await post(first), "accepted", first);
-  // The id header is not signed (DESIGN.md §3): a captured body under a fresh id is still the same event.
+  // The id header is not signed (docs/architecture.md §3): a captured body under a fresh id is still the same event.
   assertAnswer(await post(replayed), "duplicate", first);
 
   const { rows } = await t.pool.query<{

@@ -1,8 +1,8 @@
-// DESIGN.md §4 through the Web adapter (Request → Response): the same answers as node:http, on the same ledger.
+// docs/architecture.md §4 through the Web adapter (Request → Response): the same answers as node:http, on the same ledger.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, test } from "node:test";
-import { createFetchHandler } from "../../src/http/fetch.js";
+import { createFetchHandler } from "../../src/adapters/web/receiver.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { ledgerCounts, NOW_S, stripeBody, stripeHeaders, testReceiver } from "../helpers/http.js";
 

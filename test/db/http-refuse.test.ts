@@ -1,4 +1,4 @@
-// DESIGN.md §4 through the node:http adapter: every refusal (401, 400, 404, 405, 413, 415), each leaving no row.
+// docs/architecture.md §4 through the node:http adapter: every refusal (401, 400, 404, 405, 413, 415), each leaving no row.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { freshLedger, type TestLedger } from "../helpers/db.js";

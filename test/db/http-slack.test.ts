@@ -1,10 +1,10 @@
 // Slack through a real receiver (node:http): the url_verification handshake answered without a row, an unsigned
 // one refused, a form body verified before parsing, and Slack's retries (same event_id) deduplicated even while
-// the first delivery is still in flight (PROVIDERS.md: an http_timeout retry fires at 3 s, concurrently).
+// the first delivery is still in flight (Slack's Events API documentation: an http_timeout retry fires at 3 s, concurrently).
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { after, before, test } from "node:test";
-import { createReceiver } from "../../src/http/core.js";
+import { createReceiver } from "../../src/edge/receiver.js";
 import { silentLogger } from "../../src/log.js";
 import { slackProvider } from "../../src/providers/slack.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";

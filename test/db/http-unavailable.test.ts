@@ -1,4 +1,4 @@
-// DESIGN.md §4, "database unavailable / pool timeout": 503 with Retry-After within 2 s, through the node:http adapter.
+// docs/architecture.md §4, "database unavailable / pool timeout": 503 with Retry-After within 2 s, through the node:http adapter.
 // These receivers point at no Postgres at all, so there is no ledger in which a row could appear.
 import assert from "node:assert/strict";
 import { createServer, type Server, type Socket } from "node:net";
@@ -89,7 +89,7 @@ test("POST while the database accepts TCP but never answers → 503 with Retry-A
   const reply = await post(hungUrl, "evt_hung");
   assertUnavailable(reply);
   assert.ok(hungAccepted > 0, "the pool never reached the hung server");
-  // A bound on the edge's deadline (pool connect timeout 1 s, claim deadline 1.8 s, DESIGN.md §4: 2 s), with
+  // A bound on the edge's deadline (pool connect timeout 1 s, claim deadline 1.8 s, docs/architecture.md §4: 2 s), with
   // room for a loaded machine; it is not a speed goal.
   assert.ok(reply.ms < 2500, `answered after ${Math.round(reply.ms)} ms`);
 });

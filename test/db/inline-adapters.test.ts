@@ -1,4 +1,4 @@
-// DESIGN.md §7 through the framework middlewares with the real inline guard on real Postgres: Express and Fastify
+// docs/architecture.md §7 through the framework middlewares with the real inline guard on real Postgres: Express and Fastify
 // over real HTTP, Hono through app.request(). Each settles on a success, fails on an error answer, and refuses a
 // body that a parser consumed first.
 import assert from "node:assert/strict";
@@ -10,11 +10,11 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { Hono } from "hono";
 import Stripe from "stripe";
 import type { Pool } from "../../src/db/pool.js";
-import { inlineGuardExpress } from "../../src/http/inline-express.js";
-import { inlineGuardFastify, inlineTicket } from "../../src/http/inline-fastify.js";
-import { inlineGuardFetch } from "../../src/http/inline-fetch.js";
-import { createInlineGuard } from "../../src/inline/guard.js";
-import type { InlineMode, InlineTicket } from "../../src/inline/types.js";
+import { createExpressGuard } from "../../src/adapters/express/guard.js";
+import { createFastifyGuard, inlineTicket } from "../../src/adapters/fastify/guard.js";
+import { createFetchGuard } from "../../src/adapters/web/guard.js";
+import { createInlineGuard } from "../../src/edge/inline/guard.js";
+import type { InlineMode, InlineTicket } from "../../src/edge/inline/types.js";
 import { silentLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import {
@@ -91,13 +91,13 @@ function assertDuplicate(reply: Reply, id: string): void {
   assert.deepEqual(JSON.parse(reply.text), { status: "duplicate", id });
 }
 
-test("inlineGuardExpress (enforce): req.body is the payload, res.locals.hookledger the ticket; settles; the duplicate skips the handler", async () => {
+test("createExpressGuard (enforce): req.body is the payload, res.locals.hookledger the ticket; settles; the duplicate skips the handler", async () => {
   const calls: unknown[] = [];
   const app = express();
   app.use(express.raw({ type: "application/octet-stream" })); // parses nothing these deliveries send
   app.post(
     "/stripe/webhook",
-    inlineGuardExpress(guard("enforce"), { source: "stripe" }),
+    createExpressGuard(guard("enforce"), { source: "stripe" }),
     express.json(),
     (req, res) => {
       calls.push(req.body);
@@ -114,10 +114,10 @@ test("inlineGuardExpress (enforce): req.body is the payload, res.locals.hookledg
   assert.deepEqual(calls, [JSON.parse(payload)]);
 });
 
-test("inlineGuardExpress (shadow): a duplicate still reaches the handler with wouldSkip", async () => {
+test("createExpressGuard (shadow): a duplicate still reaches the handler with wouldSkip", async () => {
   const seen: boolean[] = [];
   const app = express();
-  app.post("/webhooks/:source", inlineGuardExpress(guard("shadow")), (_req, res) => {
+  app.post("/webhooks/:source", createExpressGuard(guard("shadow")), (_req, res) => {
     seen.push((res.locals.hookledger as InlineTicket).wouldSkip);
     res.sendStatus(204);
   });
@@ -129,12 +129,12 @@ test("inlineGuardExpress (shadow): a duplicate still reaches the handler with wo
   assert.deepEqual(seen, [false, true]);
 });
 
-test("inlineGuardExpress: next(err) → the row fails with the error its middleware recorded; the retry runs it again and settles", async () => {
+test("createExpressGuard: next(err) → the row fails with the error its middleware recorded; the retry runs it again and settles", async () => {
   let attempt = 0;
   const app = express();
   app.post(
     "/stripe/webhook",
-    inlineGuardExpress(guard("enforce"), { source: "stripe" }),
+    createExpressGuard(guard("enforce"), { source: "stripe" }),
     (_req, res, next) => {
       if (++attempt === 1) return next(new Error("inventory service down"));
       res.sendStatus(200);
@@ -155,13 +155,13 @@ test("inlineGuardExpress: next(err) → the row fails with the error its middlew
   assert.equal(attempt, 2);
 });
 
-test("inlineGuardExpress: express.raw() in front → req.body stays the exact Buffer, which the handler verifies itself", async () => {
+test("createExpressGuard: express.raw() in front → req.body stays the exact Buffer, which the handler verifies itself", async () => {
   const app = express();
   const g = guard("enforce");
   app.post(
     "/stripe/webhook",
     express.raw({ type: "application/json" }),
-    inlineGuardExpress(g, { source: "stripe" }),
+    createExpressGuard(g, { source: "stripe" }),
     (req, res) => {
       assert.ok(Buffer.isBuffer(req.body));
       const event = stripe.webhooks.constructEvent(
@@ -184,7 +184,7 @@ test("inlineGuardExpress: express.raw() in front → req.body stays the exact Bu
   await settled("evt_ix_raw");
 });
 
-test("inlineGuardExpress: express.json() mounted first → 500 naming the fix, handler not called, no row; 401 and 413 refuse without it", async () => {
+test("createExpressGuard: express.json() mounted first → 500 naming the fix, handler not called, no row; 401 and 413 refuse without it", async () => {
   let called = false;
   const handler = (_req: express.Request, res: express.Response) => {
     called = true;
@@ -194,7 +194,7 @@ test("inlineGuardExpress: express.json() mounted first → 500 naming the fix, h
   jsonFirst.use(express.json());
   jsonFirst.post(
     "/stripe/webhook",
-    inlineGuardExpress(guard("enforce"), { source: "stripe", log: silentLogger() }),
+    createExpressGuard(guard("enforce"), { source: "stripe", log: silentLogger() }),
     handler,
   );
   const parsed = await post(
@@ -206,7 +206,7 @@ test("inlineGuardExpress: express.json() mounted first → 500 naming the fix, h
   assert.equal(await row("evt_ix_json_first"), undefined);
 
   const app = express();
-  app.post("/stripe/webhook", inlineGuardExpress(guard("enforce"), { source: "stripe" }), handler);
+  app.post("/stripe/webhook", createExpressGuard(guard("enforce"), { source: "stripe" }), handler);
   const url = `${await listenExpress(app)}/stripe/webhook`;
   assert.equal((await post(url, stripeBody("evt_ix_401"), 301)).status, 401);
   const big = stripeBody("evt_ix_413", { padding: "x".repeat(5000) });
@@ -216,12 +216,12 @@ test("inlineGuardExpress: express.json() mounted first → 500 naming the fix, h
   assert.equal(await row("evt_ix_413"), undefined);
 });
 
-test("inlineGuardFastify (enforce): the route keeps its JSON parser, the ticket is at hand; settles; the duplicate skips the handler", async () => {
+test("createFastifyGuard (enforce): the route keeps its JSON parser, the ticket is at hand; settles; the duplicate skips the handler", async () => {
   const calls: unknown[] = [];
   const app = Fastify();
   app.post(
     "/stripe/webhook",
-    { ...inlineGuardFastify(guard("enforce"), { source: "stripe" }) },
+    { ...createFastifyGuard(guard("enforce"), { source: "stripe" }) },
     async (request) => {
       calls.push(request.body);
       assert.equal(inlineTicket(request)?.event.dedupeKey, "evt_if_enforce");
@@ -236,7 +236,7 @@ test("inlineGuardFastify (enforce): the route keeps its JSON parser, the ticket 
   assert.deepEqual(calls, [JSON.parse(payload)]);
 });
 
-test("inlineGuardFastify: a buffer parser (Stripe's recipe) and a handler that throws → 500, the row fails with its error; the retry settles", async () => {
+test("createFastifyGuard: a buffer parser (Stripe's recipe) and a handler that throws → 500, the row fails with its error; the retry settles", async () => {
   let attempt = 0;
   const app = Fastify({ logger: false });
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (_request, body, done) =>
@@ -244,7 +244,7 @@ test("inlineGuardFastify: a buffer parser (Stripe's recipe) and a handler that t
   );
   app.post(
     "/stripe/webhook",
-    { ...inlineGuardFastify(guard("enforce"), { source: "stripe" }) },
+    { ...createFastifyGuard(guard("enforce"), { source: "stripe" }) },
     async (request) => {
       assert.ok(Buffer.isBuffer(request.body));
       if (++attempt === 1) throw new Error("ledger of orders locked");
@@ -263,12 +263,12 @@ test("inlineGuardFastify: a buffer parser (Stripe's recipe) and a handler that t
   assert.equal(attempt, 2);
 });
 
-test("inlineGuardFastify: a parser that passes the stream on (200 KB, past the stream buffers) → verified, and the handler reads the same bytes", async () => {
+test("createFastifyGuard: a parser that passes the stream on (200 KB, past the stream buffers) → verified, and the handler reads the same bytes", async () => {
   const app = Fastify();
   app.addContentTypeParser("application/json", (_request, payload, done) => done(null, payload));
   app.post(
     "/github/webhook",
-    { ...inlineGuardFastify(guard("enforce"), { source: "github" }) },
+    { ...createFastifyGuard(guard("enforce"), { source: "github" }) },
     async (request) => {
       const chunks: Buffer[] = [];
       for await (const chunk of request.body as AsyncIterable<Buffer>) chunks.push(chunk);
@@ -284,9 +284,9 @@ test("inlineGuardFastify: a parser that passes the stream on (200 KB, past the s
   assert.deepEqual(JSON.parse(reply.text), { bytes: Buffer.byteLength(payload) });
 });
 
-test("inlineGuardFetch under Hono: the handler reads the same bytes again; settles; a 500 answer fails the row; JSON read first → 500", async () => {
+test("createFetchGuard under Hono: the handler reads the same bytes again; settles; a 500 answer fails the row; JSON read first → 500", async () => {
   const seen: string[] = [];
-  const guarded = inlineGuardFetch(
+  const guarded = createFetchGuard(
     guard("enforce"),
     async (request, ticket) => {
       seen.push(await request.text());

@@ -1,4 +1,4 @@
-// DESIGN.md §7: a failed inline run is never swallowed as a duplicate. A handler that throws or answers an error
+// docs/architecture.md §7: a failed inline run is never swallowed as a duplicate. A handler that throws or answers an error
 // leaves the row inline with its lease ended and the error kept; the provider's retry runs the event again (one
 // retry among many racing ones), and a database outage answers 503 without running the handler.
 import assert from "node:assert/strict";

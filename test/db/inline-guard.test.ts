@@ -1,11 +1,11 @@
-// DESIGN.md §7 through the node:http inline middleware on real Postgres: enforce answers duplicates without the
+// docs/architecture.md §7 through the node:http inline middleware on real Postgres: enforce answers duplicates without the
 // handler, shadow runs it and counts a would-skip, racing deliveries run the handler once, and HOOKLEDGER_MODE
 // flips the mode on the same ledger without a migration.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { withTransaction } from "../../src/db/pool.js";
-import type { InlineNodeHandler } from "../../src/http/inline-node.js";
-import type { DeliveryReport } from "../../src/http/observer.js";
+import type { NodeGuardedHandler } from "../../src/adapters/node/guard.js";
+import type { DeliveryReport } from "../../src/edge/observer.js";
 import { pickEvent } from "../../src/ledger/pick.js";
 import { waitFor } from "../helpers/db.js";
 import { ledgerCounts, send, stripeBody, githubHeaders } from "../helpers/http.js";
@@ -142,7 +142,7 @@ test("HOOKLEDGER_MODE=shadow, then =enforce on the same ledger: no migration bet
   const saved = process.env.HOOKLEDGER_MODE;
   try {
     let calls = 0;
-    const handler: InlineNodeHandler = (_req, res) => {
+    const handler: NodeGuardedHandler = (_req, res) => {
       calls++;
       res.end("ok");
     };

@@ -1,10 +1,10 @@
-// DESIGN.md §7: an app process that dies in the middle of its inline handler. Its event is never swallowed: a retry
+// docs/architecture.md §7: an app process that dies in the middle of its inline handler. Its event is never swallowed: a retry
 // while the dead run's lease holds is a duplicate, and the first delivery after the lease runs the event and settles.
 import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { createInlineGuard } from "../../src/inline/guard.js";
+import { createInlineGuard } from "../../src/edge/inline/guard.js";
 import { silentLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { NOW_S, STRIPE_SECRETS, send, stripeBody, stripeHeaders } from "../helpers/http.js";

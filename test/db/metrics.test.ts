@@ -5,7 +5,7 @@ import { after, before, test } from "node:test";
 import { register as globalRegistry, type Registry } from "prom-client";
 import { memorySeenCache } from "../../src/cache/memory.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
-import { createReceiver, type ReceiverOptions } from "../../src/http/core.js";
+import { createReceiver, type ReceiverOptions } from "../../src/edge/receiver.js";
 import { silentLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/observability/metrics.js";
 import { stripeProvider } from "../../src/providers/stripe.js";

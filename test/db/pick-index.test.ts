@@ -10,7 +10,7 @@ before(async () => {
 });
 after(() => t.drop());
 
-// DESIGN.md §3: pending work is found through a partial index whose predicate is exactly the pick predicate, so
+// docs/architecture.md §3: pending work is found through a partial index whose predicate is exactly the pick predicate, so
 // the planner can use it (with sequential scans off it must, or the predicates have drifted apart).
 test("pickEvent's query is answered from the events_due partial index", async () => {
   const client = await t.pool.connect();

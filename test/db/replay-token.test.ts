@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { createReceiver } from "../../src/http/core.js";
-import { createFetchHandler } from "../../src/http/fetch.js";
-import { REPLAY_TOKEN_HEADER } from "../../src/http/replay-token.js";
+import { createReceiver } from "../../src/edge/receiver.js";
+import { createFetchHandler } from "../../src/adapters/web/receiver.js";
+import { REPLAY_TOKEN_HEADER } from "../../src/edge/replay-token.js";
 import { silentLogger } from "../../src/log.js";
 import { githubProvider } from "../../src/providers/github.js";
 import { stripeProvider } from "../../src/providers/stripe.js";

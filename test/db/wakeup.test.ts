@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import pg from "pg";
-import { createReceiver } from "../../src/http/core.js";
+import { createReceiver } from "../../src/edge/receiver.js";
 import { silentLogger } from "../../src/log.js";
 import { githubProvider } from "../../src/providers/github.js";
 import { Handlers } from "../../src/worker/handlers.js";

@@ -1,4 +1,4 @@
-import { createReceiver, type ReceiverOptions } from "../../src/http/core.js";
+import { createReceiver, type ReceiverOptions } from "../../src/edge/receiver.js";
 import type { LedgerContext, Queryable } from "../../src/ledger/context.js";
 import { silentLogger } from "../../src/log.js";
 import { stripeProvider } from "../../src/providers/stripe.js";

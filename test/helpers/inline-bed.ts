@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import type { Pool } from "../../src/db/pool.js";
-import type { InlineNodeHandler } from "../../src/http/inline-node.js";
-import { createInlineGuard, type InlineGuardOptions } from "../../src/inline/guard.js";
-import type { InlineGuard, InlineMode } from "../../src/inline/types.js";
+import type { NodeGuardedHandler } from "../../src/adapters/node/guard.js";
+import { createInlineGuard, type InlineGuardOptions } from "../../src/edge/inline/guard.js";
+import type { InlineGuard, InlineMode } from "../../src/edge/inline/types.js";
 import { silentLogger } from "../../src/log.js";
 import { freshLedger, type TestLedger, waitFor } from "./db.js";
 import { NOW_S, type Reply, STRIPE_SECRETS, send, stripeHeaders } from "./http.js";
@@ -72,7 +72,7 @@ export function inlineBed() {
     },
     async start(
       guard: InlineGuard,
-      handler: InlineNodeHandler,
+      handler: NodeGuardedHandler,
       options: Parameters<typeof serveInline>[2] = {},
     ) {
       const server = await serveInline(guard, handler, options);

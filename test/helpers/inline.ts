@@ -1,12 +1,12 @@
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Source } from "../../src/http/core.js";
+import type { Source } from "../../src/edge/receiver.js";
 import {
-  createInlineNodeMiddleware,
-  type InlineNodeHandler,
-  type InlineNodeOptions,
-} from "../../src/http/inline-node.js";
-import type { InlineGuard } from "../../src/inline/types.js";
+  createNodeGuard,
+  type NodeGuardedHandler,
+  type NodeGuardOptions,
+} from "../../src/adapters/node/guard.js";
+import type { InlineGuard } from "../../src/edge/inline/types.js";
 import { silentLogger } from "../../src/log.js";
 import { githubProvider } from "../../src/providers/github.js";
 import { stripeProvider } from "../../src/providers/stripe.js";
@@ -26,11 +26,11 @@ export function inlineSources(): Source[] {
  */
 export async function serveInline(
   guard: InlineGuard,
-  handler: InlineNodeHandler,
-  options: InlineNodeOptions & { before?: (req: IncomingMessage) => Promise<void> } = {},
+  handler: NodeGuardedHandler,
+  options: NodeGuardOptions & { before?: (req: IncomingMessage) => Promise<void> } = {},
 ): Promise<{ url: string; close(): Promise<void> }> {
   const { before, ...nodeOptions } = options;
-  const middleware = createInlineNodeMiddleware(guard, handler, { log: silentLogger(), ...nodeOptions });
+  const middleware = createNodeGuard(guard, handler, { log: silentLogger(), ...nodeOptions });
   const server = createServer((req, res) => {
     if (!before) return middleware(req, res);
     before(req).then(() => middleware(req, res));

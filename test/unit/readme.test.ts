@@ -10,7 +10,7 @@ import { resolveConfig } from "../../src/config/validate.js";
 // The README's per-provider recipes are code users paste: every one of them must pass validation.
 test("the README's provider recipes all validate", async () => {
   const readme = await readFile("README.md", "utf8");
-  const block = readme.match(/One recipe per provider[\s\S]*?```js\n([\s\S]*?)```/)?.[1];
+  const block = readme.match(/One recipe per provider[\s\S]*?```js[^\n]*\n([\s\S]*?)```/)?.[1];
   assert.ok(block, "the README has the provider recipes");
   const dir = await mkdtemp(join(tmpdir(), "hookledger-readme-"));
   try {

@@ -1,4 +1,4 @@
--- The ledger: one row per (source, dedupe_key), forever until pruned (DESIGN.md §3).
+-- The ledger: one row per (source, dedupe_key), forever until pruned (docs/architecture.md §3).
 -- Every key starts with its distribution column (source, or entity_type) so the schema stays Citus-compatible (§9).
 create table events (
   source          text        not null,

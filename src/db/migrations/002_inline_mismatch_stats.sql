@@ -1,4 +1,4 @@
--- Inline guard (DESIGN.md §7): a row claimed by an app's own route is 'inline' while that route runs it, outside
+-- Inline guard (docs/architecture.md §7): a row claimed by an app's own route is 'inline' while that route runs it, outside
 -- the worker's pick predicate. next_attempt_at is then the lease: past it (the route failed or its process died)
 -- the provider's next delivery takes the event over instead of being answered as a duplicate.
 alter table events drop constraint events_status;

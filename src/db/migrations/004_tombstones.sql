@@ -1,4 +1,4 @@
--- Prune (DESIGN.md §8): what is left of a pruned event, so a late replay or redelivery of its dedupe key is still
+-- Prune (docs/architecture.md §8): what is left of a pruned event, so a late replay or redelivery of its dedupe key is still
 -- answered as a duplicate. The body hash serves providers whose id header is unsigned (GitHub, Shopify: §3) and
 -- tells a re-serialised body apart. Tombstones expire by the event's receipt time, past a second, longer horizon.
 create table tombstones (

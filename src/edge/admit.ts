@@ -1,0 +1,129 @@
+import { type Answer, answerError } from "../errors.js";
+import type { Logger } from "../log.js";
+import type { ParsedEvent } from "../providers/types.js";
+import { readCapped } from "./body.js";
+import { replayTokenMatches } from "./replay-token.js";
+import type { Delivery, Source } from "./receiver.js";
+import type { DeliveryResult } from "./observer.js";
+
+/** A delivery that verified: its raw bytes and what the provider made of them. */
+export type Admitted =
+  | {
+      readonly ok: true;
+      readonly bytes: Uint8Array;
+      /** The secret that matched; `null` for a replay, which the token admitted instead. */
+      readonly secretIndex: number | null;
+      readonly event: ParsedEvent;
+    }
+  | { readonly ok: true; readonly bytes: Uint8Array; readonly secretIndex: number; readonly reply: Answer };
+
+/** A delivery refused before anything touched the database. */
+export interface Refused {
+  readonly ok: false;
+  readonly answer: Answer;
+  readonly result: DeliveryResult;
+  readonly reason?: string;
+}
+
+/**
+ * Everything before the claim, shared by the receiver and the inline guard: method, encoding, the size cap (from
+ * Content-Length before buffering, else at the crossing byte), one read of the raw body, and the provider's
+ * verification. Nothing here touches the database. A delivery on the replay route (`viaReplay`) swaps only the
+ * signature check for the replay token (`options.replayToken`; unset refuses every replay) and the provider's
+ * `parse`.
+ *
+ * @example
+ * const admitted = await admitDelivery(source, delivery, Date.now(), log);
+ * if (!admitted.ok) return admitted.answer;
+ */
+export async function admitDelivery(
+  source: Source,
+  delivery: Delivery,
+  now: number,
+  log: Logger,
+  options: { readonly replayToken?: string | undefined } = {},
+): Promise<Admitted | Refused> {
+  const refuse = (result: DeliveryResult, answer: Answer, reason?: string): Refused => ({
+    ok: false,
+    answer,
+    result,
+    ...(reason !== undefined && { reason }),
+  });
+  if (delivery.method !== "POST") return refuse("method_not_allowed", answerError("method_not_allowed"));
+  const encoding = delivery.headers.get("content-encoding");
+  if (encoding && encoding.trim().toLowerCase() !== "identity") {
+    return refuse("unsupported_encoding", answerError("unsupported_encoding"));
+  }
+  const declared = delivery.headers.get("content-length");
+  if (declared !== null && Number(declared) > source.maxBodyBytes) {
+    return refuse("payload_too_large", answerError("payload_too_large"));
+  }
+  let read: Awaited<ReturnType<typeof readCapped>>;
+  try {
+    read = await readCapped(delivery.body, source.maxBodyBytes);
+  } catch (error) {
+    log.warn({ source: source.name, err: (error as Error).message }, "request body could not be read");
+    return refuse(
+      "malformed",
+      answerError("malformed", "the request body could not be read"),
+      "body_unreadable",
+    );
+  }
+  if (!read.ok) return refuse("payload_too_large", answerError("payload_too_large"));
+  if (delivery.viaReplay === true) return admitReplay(source, delivery, read.bytes, options.replayToken, log);
+
+  const verified = source.provider.verify({
+    body: read.bytes,
+    headers: delivery.headers,
+    secrets: source.secrets,
+    now,
+  });
+  if (!verified.ok) {
+    const fields = { source: source.name, reason: verified.reason };
+    if ("detail" in verified) {
+      log.info({ ...fields, result: "malformed" }, "delivery refused");
+      return refuse("malformed", answerError("malformed", verified.detail), verified.reason);
+    }
+    log.warn({ ...fields, result: "unauthorized" }, "delivery refused");
+    return refuse("unauthorized", answerError("unauthorized"), verified.reason);
+  }
+  if ("reply" in verified)
+    return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, reply: verified.reply };
+  return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, event: verified.event };
+}
+
+function admitReplay(
+  source: Source,
+  delivery: Delivery,
+  bytes: Uint8Array,
+  token: string | undefined,
+  log: Logger,
+): Admitted | Refused {
+  const fields = { source: source.name, route: "replay" };
+  const checked = replayTokenMatches(token, delivery.headers);
+  if (!checked.ok) {
+    log.warn({ ...fields, reason: checked.reason, result: "unauthorized" }, "replay refused");
+    return { ok: false, answer: answerError("unauthorized"), result: "unauthorized", reason: checked.reason };
+  }
+  const parse = source.provider.parse;
+  if (!parse) {
+    const detail = `replay is not supported for provider ${source.provider.name}; use the provider's own redelivery`;
+    return {
+      ok: false,
+      answer: answerError("not_found", detail),
+      result: "malformed",
+      reason: "replay_unsupported",
+    };
+  }
+  const parsed = parse(bytes, delivery.headers);
+  if (!parsed.ok) {
+    log.info({ ...fields, reason: parsed.reason, result: "malformed" }, "replay refused");
+    return {
+      ok: false,
+      answer: answerError("malformed", parsed.detail),
+      result: "malformed",
+      reason: parsed.reason,
+    };
+  }
+  return { ok: true, bytes, secretIndex: null, event: parsed.event };
+}

@@ -1,0 +1,67 @@
+/** How the edge answered one delivery. */
+export type DeliveryResult =
+  | "accepted"
+  | "duplicate"
+  | "handshake"
+  | "unauthorized"
+  | "malformed"
+  | "unknown_source"
+  | "method_not_allowed"
+  | "payload_too_large"
+  | "unsupported_encoding"
+  | "body_already_parsed"
+  | "unavailable";
+
+/** What the edge knows about one answered delivery, for metrics and statistics. */
+export interface DeliveryReport {
+  readonly source: string;
+  readonly result: DeliveryResult;
+  /** Why a delivery was refused (a provider's failure reason), when it was. */
+  readonly reason?: string;
+  /** Seconds the claim took, when one ran. */
+  readonly claimSeconds?: number;
+  /** A duplicate whose body differs from the first delivery's (docs/architecture.md §3: an alarm, not a re-serialisation). */
+  readonly bodyMismatch?: boolean;
+  /** A duplicate answered from the confirmed-duplicate cache, without the database. */
+  readonly shortCircuit?: boolean;
+  /** Inline guard, shadow mode: a duplicate the app's handler ran for anyway (enforce mode would have skipped it). */
+  readonly wouldSkip?: boolean;
+  /**
+   * Inline guard: an `accepted` delivery that took over an event whose earlier inline handler failed or whose
+   * process died (a provider's retry, not a new event).
+   */
+  readonly retry?: boolean;
+}
+
+/**
+ * Hears every delivery the edge answers. Metrics and delivery statistics implement it; it must not throw or block.
+ *
+ * @example
+ * const observer: EdgeObserver = { delivery: (r) => counter.inc({ source: r.source, result: r.result }) };
+ */
+export interface EdgeObserver {
+  delivery(report: DeliveryReport): void;
+}
+
+/**
+ * Event ids known to be committed in the ledger: a duplicate found here is answered without the database. Only
+ * ids whose claim has committed may be added, so a hit is always a true duplicate; a miss just means "ask Postgres".
+ *
+ * @example
+ * const seen: SeenCache = memorySeenCache({ max: 100_000 });
+ */
+export interface SeenCache {
+  has(source: string, dedupeKey: string): Promise<boolean>;
+  /** Records a committed event id; failures are the cache's own business (it never changes an answer). */
+  add(source: string, dedupeKey: string): void;
+}
+
+/** Fans one report out to several observers. */
+export function observers(...list: readonly (EdgeObserver | undefined)[]): EdgeObserver {
+  const present = list.filter((o): o is EdgeObserver => o !== undefined);
+  return {
+    delivery(report) {
+      for (const o of present) o.delivery(report);
+    },
+  };
+}

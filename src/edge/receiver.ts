@@ -1,0 +1,194 @@
+import { claimFailureMessage } from "./claim-failure.js";
+import { type Answer, answerError, answerJson } from "../errors.js";
+import { claimEvent } from "../ledger/claim.js";
+import type { LedgerContext, Queryable } from "../ledger/context.js";
+import { notifyThrottle } from "../ledger/notify.js";
+import type { Logger } from "../log.js";
+import type { HeaderBag, Provider } from "../providers/types.js";
+import { admitDelivery } from "./admit.js";
+import { withDeadline } from "./deadline.js";
+import { keptHeaders } from "./headers.js";
+import type { EdgeObserver, SeenCache } from "./observer.js";
+
+/** One configured inbound endpoint, resolved: its provider, its secrets and its limits. */
+export interface Source {
+  /** The name in the URL: `POST /webhooks/:name`. */
+  readonly name: string;
+  readonly provider: Provider;
+  /** Every active secret; any may match (rotation). */
+  readonly secrets: readonly string[];
+  /** Bodies over this many bytes are refused with 413 before they are buffered. */
+  readonly maxBodyBytes: number;
+}
+
+/** Everything the edge needs; adapters only convert their framework's request into a {@link Delivery}. */
+export interface ReceiverOptions {
+  readonly sources: readonly Source[];
+  /** The pool claims run on (role `ingest`). */
+  readonly db: Queryable;
+  readonly ledger: LedgerContext;
+  readonly log: Logger;
+  /** The clock for timestamp windows. @defaultValue Date.now */
+  readonly now?: () => number;
+  /**
+   * A claim not committed by then answers 503 so the provider retries (docs/architecture.md §4: within 2 s).
+   * @defaultValue 1800
+   */
+  readonly claimDeadlineMs?: number;
+  /**
+   * At most one claim per window carries the workers' wake-up NOTIFY; a trailing one announces the rest (see
+   * `notifyThrottle`). Larger windows add up to that much pickup latency; polling still backs it.
+   * @defaultValue 50
+   */
+  readonly wakeupWindowMs?: number;
+  /** Hears every answered delivery (metrics, statistics). */
+  readonly observer?: EdgeObserver;
+  /** Confirmed-duplicate short-circuit: event ids known to be committed, answered without the database. */
+  readonly seen?: SeenCache;
+  /**
+   * The token the replay route (`POST /replay/:source`) accepts in `x-hookledger-replay-token` instead of a
+   * signature. Unset or empty: every replay is refused with 401 (fail closed).
+   * @defaultValue undefined
+   * @example createReceiver({ ...options, replayToken: process.env.HOOKLEDGER_REPLAY_TOKEN })
+   */
+  readonly replayToken?: string | undefined;
+}
+
+/** One delivery, framework-neutral. */
+export interface Delivery {
+  readonly method: string;
+  /** The source name taken from the route. */
+  readonly source: string;
+  readonly headers: HeaderBag;
+  /** The raw body as it streams in (or bytes a raw parser already kept); read once. */
+  readonly body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> | null;
+  /**
+   * Set only by the adapters' replay route: the replay token replaces the signature check, and the row records that
+   * the event arrived by replay.
+   */
+  readonly viaReplay?: boolean;
+}
+
+/** The edge: verify, claim, answer. */
+export interface Receiver {
+  /** Answers one delivery; never throws. */
+  receive(delivery: Delivery): Promise<Answer>;
+  /** The receiver's logger; adapters log through it. */
+  readonly log: Logger;
+}
+
+/**
+ * Creates the framework-neutral edge of docs/architecture.md §2 and §4: size cap, verification over the raw bytes, the
+ * claim, and the answer. Nothing is written unless the delivery verified and parsed.
+ *
+ * @example
+ * const receiver = createReceiver({ sources, db: pool, ledger: ledgerContext(), log: createLogger() });
+ * const answer = await receiver.receive({ method: "POST", source: "stripe", headers, body });
+ */
+export function createReceiver(options: ReceiverOptions): Receiver {
+  const sources = new Map(options.sources.map((s) => [s.name, s]));
+  const now = options.now ?? Date.now;
+  const deadlineMs = options.claimDeadlineMs ?? 1800;
+  const { log, seen } = options;
+  const observer = options.observer ?? { delivery: () => {} };
+  const wakeups = notifyThrottle(options.db, options.ledger, log, options.wakeupWindowMs);
+
+  return {
+    log,
+    async receive(delivery) {
+      const started = performance.now();
+      const source = sources.get(delivery.source);
+      if (!source) {
+        observer.delivery({ source: delivery.source, result: "unknown_source" });
+        return answerError("unknown_source");
+      }
+      const admitted = await admitDelivery(source, delivery, now(), log, {
+        replayToken: options.replayToken,
+      });
+      if (!admitted.ok) {
+        observer.delivery({
+          source: source.name,
+          result: admitted.result,
+          ...(admitted.reason !== undefined && { reason: admitted.reason }),
+        });
+        return admitted.answer;
+      }
+      if ("reply" in admitted) {
+        observer.delivery({ source: source.name, result: "handshake" });
+        return admitted.reply;
+      }
+      const { event } = admitted;
+      const fields = { source: source.name, eventId: event.dedupeKey, type: event.type };
+      if (await seenBefore(seen, source.name, event.dedupeKey, log)) {
+        observer.delivery({ source: source.name, result: "duplicate", shortCircuit: true });
+        log.info({ ...fields, result: "duplicate", shortCircuit: true }, "delivery received");
+        return event.acknowledge ?? answerJson(200, { status: "duplicate", id: event.dedupeKey });
+      }
+      const notify = wakeups.claimNotifies();
+      const claimStarted = performance.now();
+      try {
+        const result = await withDeadline(
+          claimEvent(options.db, options.ledger, {
+            source: source.name,
+            event,
+            body: admitted.bytes,
+            headers: keptHeaders(delivery.headers),
+            secretIndex: admitted.secretIndex,
+            arrivedVia: delivery.viaReplay === true ? "replay" : "delivery",
+            notify,
+          }),
+          deadlineMs,
+          // The ingest session's statement_timeout cancels a claim soon after the deadline; should one commit in
+          // the gap anyway, the provider's retry is a duplicate and the event is still processed once.
+          (late) => log.warn({ ...fields, late }, "claim finished after its 503"),
+        );
+        if (!notify && result.status === "accepted") wakeups.committedQuietly();
+        seen?.add(source.name, result.id);
+        const bodyMismatch = result.status === "duplicate" && result.bodyMismatch;
+        observer.delivery({
+          source: source.name,
+          result: result.status,
+          claimSeconds: (performance.now() - claimStarted) / 1000,
+          ...(bodyMismatch && { bodyMismatch }),
+        });
+        if (bodyMismatch) {
+          log.warn(
+            { ...fields, result: "duplicate" },
+            "duplicate delivery with a different body than the first",
+          );
+        }
+        log.info(
+          {
+            ...fields,
+            eventId: result.id,
+            result: result.status,
+            secretIndex: admitted.secretIndex,
+            durationMs: Math.round(performance.now() - started),
+          },
+          "delivery received",
+        );
+        return event.acknowledge ?? answerJson(200, { status: result.status, id: result.id });
+      } catch (error) {
+        observer.delivery({ source: source.name, result: "unavailable" });
+        log.error({ ...fields, err: (error as Error).message }, claimFailureMessage(error, options.ledger));
+        return answerError("unavailable");
+      }
+    },
+  };
+}
+
+async function seenBefore(
+  seen: SeenCache | undefined,
+  source: string,
+  key: string,
+  log: Logger,
+): Promise<boolean> {
+  if (!seen) return false;
+  try {
+    return await seen.has(source, key);
+  } catch (error) {
+    // The cache only short-circuits answers Postgres already gave; when it fails, Postgres answers.
+    log.warn({ source, eventId: key, err: (error as Error).message }, "duplicate cache unavailable");
+    return false;
+  }
+}

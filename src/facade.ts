@@ -1,0 +1,225 @@
+import type { ClientConfig } from "pg";
+import type { HookledgerConfig, SourceConfig } from "./config/types.js";
+import { resolveConfig } from "./config/validate.js";
+import { migrate } from "./db/migrate.js";
+import { createPool, type Pool } from "./db/pool.js";
+import { createInlineGuard } from "./edge/inline/guard.js";
+import type { InlineGuard, InlineMode } from "./edge/inline/types.js";
+import { type EdgeObserver, observers, type SeenCache } from "./edge/observer.js";
+import { createOpsHandler, type OpsHandler } from "./edge/ops.js";
+import { createReceiver, type Receiver } from "./edge/receiver.js";
+import { memorySeenCache } from "./cache/memory.js";
+import { ledgerContext } from "./ledger/context.js";
+import { createLogger, type Logger } from "./log.js";
+import { createMetrics, type Metrics } from "./observability/metrics.js";
+import { type Handler, Handlers } from "./worker/handlers.js";
+import { startWorker, type Worker } from "./worker/worker.js";
+
+/**
+ * Options of {@link createHookledger}: where the ledger lives, the sources and the handlers.
+ *
+ * @example
+ * const options: HookledgerOptions = {
+ *   connectionString: process.env.DATABASE_URL,
+ *   sources: [{ name: "stripe", provider: "stripe", secrets: [process.env.STRIPE_WEBHOOK_SECRET ?? ""] }],
+ * };
+ */
+export interface HookledgerOptions {
+  /**
+   * The Postgres URL. hookledger opens its own small pools on it (claims, worker, admin), each with the session
+   * settings its part needs. Give this or `pool`.
+   * @example process.env.DATABASE_URL
+   */
+  readonly connectionString?: string | undefined;
+  /**
+   * Your app's `pg` Pool, shared: claims run on it in their own READ COMMITTED, synchronous-commit transaction,
+   * and handlers write your tables in the event's transaction (see docs/library-mode.md). Give this or
+   * `connectionString`.
+   */
+  readonly pool?: Pool;
+  /** The sources, as in a config file: `{ name, provider, secrets }` (secrets may be `env("NAME")`). */
+  readonly sources: readonly SourceConfig[];
+  /** Handlers registered up front; {@link Hookledger.on} adds more. @defaultValue new Handlers() */
+  readonly handlers?: Handlers;
+  /** The ledger's schema. @defaultValue `HOOKLEDGER_SCHEMA`, else "hookledger" */
+  readonly schema?: string;
+  /** Worker settings, as in a config file (concurrency, retry, handlerTimeoutMs, shutdownGraceMs). */
+  readonly worker?: HookledgerConfig["worker"];
+  /**
+   * The inline guard's mode (`hl.guard`). @defaultValue `HOOKLEDGER_MODE`, else "shadow"
+   * @example mode: "enforce"
+   */
+  readonly mode?: InlineMode;
+  /** @defaultValue createLogger() */
+  readonly log?: Logger;
+  /** The token `POST /replay/:source` accepts instead of a signature. Unset: replays are refused. */
+  readonly replayToken?: string;
+  /** Confirmed-duplicate short-circuit. @defaultValue memorySeenCache() */
+  readonly seen?: SeenCache;
+  /** Hears every answered delivery, besides the metrics. */
+  readonly observer?: EdgeObserver;
+}
+
+/**
+ * One hookledger inside your app: a {@link Receiver} to hand to any adapter (`createNodeHandler(hl)`,
+ * `createExpressHandler(hl)` …), the inline guard, the worker, migrations, the ops routes and `close()`.
+ *
+ * @example
+ * const hl = createHookledger({ connectionString: process.env.DATABASE_URL, sources });
+ * await hl.migrate();
+ * hl.startWorker();
+ * http.createServer(createNodeHandler(hl)).listen(3000);
+ */
+export interface Hookledger extends Receiver {
+  /** The handlers the worker runs. */
+  readonly handlers: Handlers;
+  /** The inline guard for a route that processes deliveries itself (`createExpressGuard(hl.guard, …)`). */
+  readonly guard: InlineGuard;
+  /** `GET /metrics`, `/healthz`, `/readyz`: mount with `withOps(hl.ops, …)` or answer with `hl.ops.answer()`. */
+  readonly ops: OpsHandler;
+  readonly metrics: Metrics;
+  /**
+   * Registers a handler for events of `type` from `source` (see {@link Handlers.on}).
+   * @example hl.on("stripe", "invoice.paid", async (ctx) => { await ctx.tx.query("…", [ctx.event.id]); });
+   */
+  on<P = unknown>(source: string, type: string, handler: Handler<P>): this;
+  /** Applies the ledger's migrations (idempotent, safe from many instances at once); returns those applied. */
+  migrate(): Promise<string[]>;
+  /** Starts the worker in this process (once); `close()` stops it. */
+  startWorker(): Worker;
+  /** Stops the worker (finishing in-flight events within `worker.shutdownGraceMs`) and closes the pools it opened. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates hookledger for use inside an app: verify, claim, work, observe, with one object.
+ *
+ * @example
+ * import http from "node:http";
+ * import { createHookledger, createNodeHandler } from "hookledger";
+ *
+ * const hl = createHookledger({
+ *   connectionString: process.env.DATABASE_URL,
+ *   sources: [{ name: "stripe", provider: "stripe", secrets: [process.env.STRIPE_WEBHOOK_SECRET ?? ""] }],
+ * }).on("stripe", "invoice.paid", async (ctx) => {
+ *   await ctx.tx.query("update invoices set paid = true where stripe_id = $1", [ctx.event.entity?.id]);
+ * });
+ * await hl.migrate();
+ * hl.startWorker();
+ * http.createServer(createNodeHandler(hl)).listen(3000);
+ * process.once("SIGTERM", () => void hl.close());
+ */
+export function createHookledger(options: HookledgerOptions): Hookledger {
+  if (
+    (options.pool === undefined) ===
+    (options.connectionString === undefined || options.connectionString === "")
+  ) {
+    throw new Error(
+      "createHookledger needs exactly one of connectionString (e.g. process.env.DATABASE_URL) or pool (your pg Pool)",
+    );
+  }
+  const config = resolveConfig({
+    sources: options.sources,
+    handlers: options.handlers ?? new Handlers(),
+    ...(options.worker && { worker: options.worker }),
+    // The database is given here, not read from the environment; the URL is only used to satisfy the resolver.
+    database: {
+      url: options.connectionString ?? "postgres://pool",
+      ...(options.schema && { schema: options.schema }),
+    },
+  });
+  const log = options.log ?? createLogger();
+  for (const warning of config.warnings) log.warn(warning);
+  const ledger = ledgerContext(config.schema);
+  const owned: Pool[] = [];
+  const open = (role: "ingest" | "work" | "admin", max?: number): Pool => {
+    if (options.pool) return options.pool;
+    const pool = createPool({
+      connectionString: options.connectionString ?? "",
+      role,
+      ...(max !== undefined && { max }),
+    });
+    owned.push(pool);
+    return pool;
+  };
+  const admin = open("admin", 2);
+  const ingest = open("ingest");
+  const metrics = createMetrics();
+  metrics.trackBacklog({ db: admin, ledger, log });
+
+  let worker: Worker | undefined;
+  let warnedNoWorker = false;
+  // A receiver without a worker anywhere leaves events pending forever; say so once, in the log people read.
+  const workerHint: EdgeObserver = {
+    delivery(report) {
+      if (report.result !== "accepted" || worker || warnedNoWorker) return;
+      warnedNoWorker = true;
+      log.warn(
+        "an event was accepted but no worker runs in this process: call hl.startWorker(), or run `hookledger worker` elsewhere",
+      );
+    },
+  };
+  const observer = observers(metrics.observer, options.observer, workerHint);
+  const receiver = createReceiver({
+    sources: config.sources,
+    db: ingest,
+    ledger,
+    log,
+    observer,
+    seen: options.seen ?? memorySeenCache(),
+    ...(options.replayToken !== undefined && { replayToken: options.replayToken }),
+  });
+  const guard = createInlineGuard({
+    sources: config.sources,
+    db: ingest,
+    ledger,
+    log,
+    observer,
+    ...(options.mode !== undefined && { mode: options.mode }),
+  });
+  const handlers = config.handlers;
+  let closed = false;
+
+  const hl: Hookledger = {
+    log,
+    receive: (delivery) => receiver.receive(delivery),
+    handlers,
+    guard,
+    ops: createOpsHandler({ metrics, db: admin, ledger, log }),
+    metrics,
+    on(source, type, handler) {
+      // Typed per source by `Handlers.on`; this untyped entry point takes the caller's word for the payload.
+      handlers.on(source, type, handler as Handler);
+      return hl;
+    },
+    migrate: () => migrate(admin, config.schema),
+    startWorker() {
+      if (closed) throw new Error("this hookledger is closed");
+      worker ??= startWorker({
+        pool: open("work", config.worker.concurrency),
+        connectionString: options.connectionString ?? listenConfig(options.pool),
+        ledger,
+        handlers,
+        log,
+        concurrency: config.worker.concurrency,
+        pollIntervalMs: config.worker.pollIntervalMs,
+        handlerTimeoutMs: config.worker.handlerTimeoutMs,
+        retry: config.worker.retry,
+        onAttempt: metrics.onAttempt,
+      });
+      return worker;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await worker?.stop(config.worker.shutdownGraceMs);
+      await Promise.all(owned.map((pool) => pool.end()));
+    },
+  };
+  return hl;
+}
+
+// The worker's LISTEN connection needs the database the pool reaches; pg keeps the pool's config in `options`.
+function listenConfig(pool: Pool | undefined): ClientConfig {
+  return (pool as unknown as { options?: ClientConfig } | undefined)?.options ?? {};
+}
