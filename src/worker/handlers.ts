@@ -1,6 +1,6 @@
 import type { PoolClient } from "../db/pool.js";
 import type { ArrivedVia } from "../ledger/claim.js";
-import type { PayloadOf, ProviderEventType, ProviderOf, SourceMap } from "./payloads.js";
+import type { PayloadOf, SourceEventType, SourceMap } from "./payloads.js";
 
 /** The event a handler receives. */
 export interface HandlerEvent<P = unknown> {
@@ -80,7 +80,7 @@ export class Handlers<M extends SourceMap = any> {
    */
   on<S extends string, T extends string>(
     source: S,
-    type: T | TypeOf<M, S>,
+    type: T | SourceEventType<M, S>,
     handler: Handler<PayloadOf<M, S, T>>,
   ): this {
     const byType = this.#bySource.get(source) ?? new Map<string, Handler>();
@@ -101,6 +101,3 @@ export class Handlers<M extends SourceMap = any> {
     return [...this.#bySource.keys()];
   }
 }
-
-/** The types `on` suggests for `source` (the SDK's, or the payload map's), but any string is accepted. */
-type TypeOf<M extends SourceMap, S extends string> = ProviderEventType<ProviderOf<M, S>> | "*";

@@ -150,3 +150,14 @@ export type PayloadOf<M extends SourceMap, S extends string, T extends string> =
   ProviderOf<M, S>,
   T
 >;
+
+/**
+ * The event types `on` suggests for `source` under source map `M` (the SDK's, or the payload map's, and `"*"`);
+ * any other string is accepted too, with an `unknown` payload.
+ *
+ * @example
+ * type StripeTypes = SourceEventType<{ "stripe-eu": "stripe" }, "stripe-eu">; // "invoice.paid" | … | "*"
+ */
+export type SourceEventType<M extends SourceMap, S extends string> =
+  | ProviderEventType<ProviderOf<M, S>>
+  | "*";

@@ -2,6 +2,7 @@
 // Each `@ts-expect-error` must meet an error, so a payload that silently became `any` or `unknown` fails here.
 import type { IssuesEvent, IssuesOpenedEvent, PushEvent } from "@octokit/webhooks-types";
 import {
+  createHookledger,
   defineConfig,
   env,
   type HookledgerConfig,
@@ -148,4 +149,24 @@ new Handlers<SourceProviders<typeof withAcme, { acme: AcmeEvents }>>()
   .on("stripe", "invoice.paid", (ctx) => {
     // @ts-expect-error an invoice.paid payload is Stripe's, not acme's
     ctx.event.payload.total;
+  });
+
+// createHookledger infers the source map from its `sources` (a const type parameter: no `as const` needed).
+const hl = createHookledger({
+  connectionString: "postgres://localhost/app",
+  sources: [
+    { name: "stripe-eu", provider: "stripe", secrets: ["whsec_x"] },
+    { name: "gh", provider: "github", secrets: ["s"] },
+  ],
+});
+hl.on("stripe-eu", "invoice.paid", (ctx) => {
+  const paid: number = ctx.event.payload.data.object.amount_paid;
+  return void paid;
+})
+  .on("gh", "issues.opened", (ctx) => {
+    expectType<Equal<typeof ctx.event.payload, IssuesOpenedEvent>>(true);
+  })
+  .on("stripe-eu", "customer.subscription.updated", (ctx) => {
+    // @ts-expect-error a subscription has no amount_paid
+    ctx.event.payload.data.object.amount_paid;
   });
