@@ -33,7 +33,7 @@ export interface LoggerOptions {
  * const log = createLogger({ level: "debug", format: "json" });
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const format = options.format ?? formatFromEnv() ?? defaultFormat(options.destination);
+  const format = options.format ?? logFormatFromEnv() ?? defaultFormat(options.destination);
   const destination = format === "pretty" ? prettyDestination(options.destination) : options.destination;
   return pino(
     {
@@ -63,7 +63,8 @@ export function silentLogger(): Logger {
   return pino({ level: "silent" });
 }
 
-function formatFromEnv(): LogFormat | undefined {
+/** `LOG_FORMAT`, or `undefined` when unset; throws, naming the value and the choices, when it is neither format. */
+export function logFormatFromEnv(): LogFormat | undefined {
   const value = process.env.LOG_FORMAT;
   if (value === undefined || value === "") return undefined;
   if (value === "json" || value === "pretty") return value;

@@ -54,7 +54,12 @@ export async function loadConfig(file: string | undefined, options: LoadOptions 
   try {
     if (!path) {
       const raw = demoConfig();
-      return { config: resolveConfig(raw, process.env, resolveOptions), file: undefined, raw, setup: setupDemo };
+      return {
+        config: resolveConfig(raw, process.env, resolveOptions),
+        file: undefined,
+        raw,
+        setup: setupDemo,
+      };
     }
     const config = defaultExport(await importConfigModule(path));
     if (!config) {

@@ -6,12 +6,19 @@ import { wakeWorkers } from "./retry.js";
 export type RequeueStatus = "dead" | "failed";
 
 /**
- * A bulk requeue's filter: {@link EventFilter} with the status required and limited to dead or failed.
+ * A bulk requeue's filter: {@link EventFilter} with what to requeue required: dead or failed events, or settled
+ * events whose outcome is `unhandled` (no handler ran: for instance one registered under a misspelled source or
+ * type, since fixed). Settled events with any other outcome are re-run one by one (`retryEvents` with `force`).
  *
  * @example
- * const filter: RequeueFilter = { status: "dead", source: "stripe", type: "invoice.paid" };
+ * const dead: RequeueFilter = { status: "dead", source: "stripe", type: "invoice.paid" };
+ * const unhandled: RequeueFilter = { status: "settled", outcome: "unhandled", source: "stripe" };
  */
-export type RequeueFilter = Omit<EventFilter, "status" | "outcome"> & { readonly status: RequeueStatus };
+export type RequeueFilter = Omit<EventFilter, "status" | "outcome"> &
+  (
+    | { readonly status: RequeueStatus; readonly outcome?: never }
+    | { readonly status: "settled"; readonly outcome: "unhandled" }
+  );
 
 /**
  * What a requeue did.
@@ -47,11 +54,11 @@ const batchSql = statement(
   from ${s}.events e
   join unnest($1::text[], $2::text[]) as t(source, dedupe_key)
     on e.source = t.source and e.dedupe_key = t.dedupe_key
-  where e.status = $3::text
+  where e.status = $3::text and e.outcome is not distinct from $4::text
   for update of e skip locked
 ), done as (
   update ${s}.events e
-  set status = 'pending', next_attempt_at = now()
+  set status = 'pending', outcome = null, settled_at = null, next_attempt_at = now()
   from target t
   where e.source = t.source and e.dedupe_key = t.dedupe_key
   returning 1
@@ -75,7 +82,7 @@ export async function countRequeue(
 }
 
 /**
- * Makes every dead (or failed) event matching `filter` pending and due now, oldest received first, in batches of
+ * Makes every dead, failed or settled-`unhandled` event matching `filter` pending and due now, oldest received first, in batches of
  * `batchSize` (default 1,000), each its own statement, so row locks last one short update and the workers, woken
  * by a NOTIFY after each batch, start on the first batch while the next is written. `attempts`, `last_error` and
  * `arrived_via` are kept, as in `retryEvents`: a requeued dead event gets one attempt before it is dead again.
@@ -104,7 +111,12 @@ export async function requeueEvents(
     const batch = keys.slice(start, start + batchSize);
     const { rows } = await db.query<{ n: number }>({
       ...batchSql(ledger),
-      values: [batch.map((k) => k.source), batch.map((k) => k.dedupe_key), filter.status],
+      values: [
+        batch.map((k) => k.source),
+        batch.map((k) => k.dedupe_key),
+        filter.status,
+        filter.outcome ?? null,
+      ],
     });
     const n = rows[0]?.n ?? 0;
     batches += 1;

@@ -46,3 +46,39 @@ export async function tombstoneDuplicate(
   const row = found.rows[0];
   return row && { status: "duplicate", id: row.dedupe_key, bodyMismatch: row.mismatch };
 }
+
+/** What the ledger still knows of a pruned event: its key, when it was received and when it was pruned. */
+export interface Tombstone {
+  readonly source: string;
+  readonly dedupeKey: string;
+  readonly receivedAt: Date;
+  readonly prunedAt: Date;
+}
+
+const getTombstoneSql = statement(
+  "tombstone-get",
+  (s) =>
+    `select received_at, pruned_at from ${s}.tombstones where source = $1::text and dedupe_key = $2::text`,
+);
+
+/**
+ * The tombstone of a pruned event, or `undefined` when the key has none (never claimed, still live, or the
+ * tombstone itself expired).
+ *
+ * @example
+ * const pruned = await getTombstone(pool, ledger, "stripe", "evt_1");
+ * if (pruned) console.log(`pruned on ${pruned.prunedAt.toISOString()}`);
+ */
+export async function getTombstone(
+  db: Queryable,
+  ledger: LedgerContext,
+  source: string,
+  dedupeKey: string,
+): Promise<Tombstone | undefined> {
+  const { rows } = await db.query<{ received_at: Date; pruned_at: Date }>({
+    ...getTombstoneSql(ledger),
+    values: [source, dedupeKey],
+  });
+  const row = rows[0];
+  return row && { source, dedupeKey, receivedAt: row.received_at, prunedAt: row.pruned_at };
+}

@@ -1,5 +1,4 @@
 import type { Octokit } from "@octokit/rest";
-import { CliError } from "../cli/errors.js";
 import { importOptional } from "../optional.js";
 
 /** Whose hook to replay: a repository's or an organisation's (by hook id), or a GitHub App's. */
@@ -178,18 +177,18 @@ function isRateLimit(error: HttpError): boolean {
 }
 
 /**
- * GitHub refused a request (after the retries of a 5xx or rate limit), naming the problem and the fix; printed by
- * the CLI like any `CliError`. `status` is `undefined` when GitHub never answered (network failure).
+ * GitHub refused a request (after the retries of a 5xx or rate limit), naming the problem and the fix; the CLI
+ * prints its message alone (exit 1). `status` is `undefined` when GitHub never answered (network failure).
  *
  * @example
  * if (error instanceof GithubApiError && error.status === 401) throw error;
  */
-export class GithubApiError extends CliError {
+export class GithubApiError extends Error {
   constructor(
     readonly status: number | undefined,
     message: string,
   ) {
-    super(message, 1);
+    super(message);
     this.name = "GithubApiError";
   }
 }

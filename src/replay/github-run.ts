@@ -33,14 +33,27 @@ export interface GithubReplayReport extends ReplayReport {
   readonly redeliveries: RedeliveryItem[];
 }
 
+/**
+ * GitHub redelivers deliveries of the past 3 days on github.com (GitHub's REST documentation, "Redeliver a delivery
+ * for a repository webhook").
+ */
+export const GITHUB_REDELIVERY_WINDOW_MS = 3 * 86_400_000;
+
 /** What {@link replayGithubDeliveries} needs: the API, the ledger, where to draw progress, and the window. */
 export interface GithubReplayRun {
   readonly api: GithubDeliveriesApi;
   readonly db: Queryable;
   readonly ledger: LedgerContext;
   readonly source: string;
-  /** Deliveries older than this (epoch ms) end the listing: they come newest first. */
-  readonly sinceMs: number;
+  /**
+   * Deliveries older than this end the listing (they come newest first). Clamped to GitHub's 3-day redelivery
+   * window, which is also the default; the report notes a clamp.
+   */
+  readonly since?: Date;
+  /** The clock (epoch ms) the window is measured from. @defaultValue Date.now() */
+  readonly now?: number;
+  /** How the operator wrote `since` (e.g. `7d`), for the clamp's note. @defaultValue since as ISO 8601 */
+  readonly sinceText?: string;
   readonly dryRun: boolean;
   /** Progress bars draw here on a terminal (pass `isTTY: false` for `--json`). */
   readonly io: ProgressIO;
@@ -59,7 +72,8 @@ interface GuidAttempts {
  * Redeliveries go one at a time, as GitHub asks of integrations to stay clear of secondary rate limits.
  *
  * @example
- * const report = await replayGithubDeliveries({ api, db: pool, ledger, source: "github", sinceMs, dryRun: false, io });
+ * const since = new Date(Date.now() - 6 * 3_600_000);
+ * const report = await replayGithubDeliveries({ api, db: pool, ledger, source: "github", since, dryRun: false, io });
  */
 export async function replayGithubDeliveries(run: GithubReplayRun): Promise<GithubReplayReport> {
   const report: GithubReplayReport = {
@@ -68,13 +82,23 @@ export async function replayGithubDeliveries(run: GithubReplayRun): Promise<Gith
     deliveredOk: 0,
     redeliveries: [],
   };
+  const now = run.now ?? Date.now();
+  const oldest = now - GITHUB_REDELIVERY_WINDOW_MS;
+  const clamped = run.since !== undefined && run.since.getTime() < oldest;
+  const sinceMs = run.since === undefined || clamped ? oldest : run.since.getTime();
+  report.window = { since: new Date(sinceMs), until: new Date(now), clamped };
+  if (clamped) {
+    report.notes.push(
+      `--since ${run.sinceText ?? run.since?.toISOString()} reaches past GitHub's 3-day redelivery window: clamped to ${new Date(sinceMs).toISOString()}`,
+    );
+  }
   const byGuid = new Map<string, GuidAttempts>();
   const fetching = progressBar(run.io, "fetch");
   let pages = 0;
   listing: for await (const page of run.api.pages()) {
     pages++;
     for (const delivery of page) {
-      if (Date.parse(delivery.delivered_at) < run.sinceMs) break listing;
+      if (Date.parse(delivery.delivered_at) < sinceMs) break listing;
       report.fetched++;
       let attempts = byGuid.get(delivery.guid);
       if (!attempts) {

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { after, before, test } from "node:test";
 import type { CommandIO } from "../../src/cli/commands/types.js";
-import { replayGithubCommand } from "../../src/replay/github.js";
+import { replayGithubCommand } from "../../src/cli/commands/replay-github.js";
 import { runCli } from "../helpers/cli.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
@@ -30,8 +30,8 @@ after(async () => {
   await t?.drop();
 });
 
-/** Runs the command with a captured io; a thrown error comes back as `error`. */
-async function replay(args: string[], isTTY = false) {
+/** Runs the command with a captured io (and, given `now`, that clock); a thrown error comes back as `error`. */
+async function replay(args: string[], { isTTY = false, now }: { isTTY?: boolean; now?: number } = {}) {
   let out = "";
   let err = "";
   const io: CommandIO = {
@@ -44,7 +44,11 @@ async function replay(args: string[], isTTY = false) {
     isTTY,
   };
   try {
-    const code = await replayGithubCommand(["--source", "github", ...args], io);
+    const code = await replayGithubCommand(
+      ["--source", "github", ...args],
+      io,
+      now === undefined ? {} : { now },
+    );
     return { code, out, err, error: undefined };
   } catch (error) {
     return { code: undefined, out, err, error: error as Error };
@@ -102,19 +106,21 @@ test("replay github groups by guid: a later OK attempt or a ledger row means no 
 
 test("replay github stops paging at --since and requests nothing in a dry run", async () => {
   const hook = "/repos/octo/since/hooks/3";
+  // One clock for the deliveries and the replay: since-149, exactly 150 minutes old, is the first at --since.
+  const now = Date.parse("2026-01-31T12:00:00Z");
   gh.hook(
     hook,
-    Array.from({ length: 300 }, (_, i) => delivery(`since-${i}`, i + 1, false)),
+    Array.from({ length: 300 }, (_, i) => delivery(`since-${i}`, i + 1, false, { now })),
   );
   const before = gh.redelivered.length;
-  const { code, out } = await replay([...repoArgs("since", 3), "--since", "150m", "--dry-run"]);
+  const { code, out } = await replay([...repoArgs("since", 3), "--since", "150m", "--dry-run"], { now });
   assert.equal(code, 0);
   assert.equal(listRequests(hook).length, 2, "the third page is older than --since and never fetched");
   assert.equal(gh.redelivered.length, before);
   assert.equal(gh.requests.filter((r) => r.method === "POST" && r.path.startsWith(hook)).length, 0);
-  assert.match(out, /^fetch: 149 deliveries of 149 events/m);
-  assert.match(out, /149 missing \(dry run/);
-  assert.match(out, /^missing: since-148 since-147 /m);
+  assert.match(out, /^fetch: 150 deliveries of 150 events/m);
+  assert.match(out, /150 missing \(dry run/);
+  assert.match(out, /^missing: since-149 since-148 /m);
 });
 
 test("replay github clamps a --since past the 3-day window and reports it", async () => {
@@ -206,7 +212,7 @@ test("replay github rejects usage mistakes with exit code 2", async () => {
 
 // The binary is built by `npm test` (scripts/test.mjs) before the suites run.
 test("hookledger replay github (the built binary) prints the report", {
-  skip: !existsSync("dist/replay/github.js") && "not built: run `npm run build` first",
+  skip: !existsSync("dist/cli/commands/replay-github.js") && "not built: run `npm run build` first",
 }, async () => {
   const lost = delivery("cli-1", 5, false);
   gh.hook("/repos/octo/cli/hooks/7", [lost]);

@@ -30,7 +30,12 @@ export function runCli(
 export interface RunningCli {
   readonly child: ChildProcessWithoutNullStreams;
   readonly output: () => string;
-  /** Resolves with the first stdout line matching `pattern`. */
+  /** What it wrote to stdout so far (the JSON log stream). */
+  readonly stdout: () => string;
+  /**
+   * Resolves with the first stderr line matching `pattern`: status lines such as "hookledger listening on URL" go
+   * to stderr, since stdout carries the JSON log stream.
+   */
   waitForLine(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Sends `signal` and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -57,15 +62,16 @@ export function startCli(
   return {
     child,
     output: () => out + err,
+    stdout: () => out,
     async waitForLine(pattern, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
-        const match = out.match(pattern);
+        const match = err.match(pattern);
         if (match) return match;
         if (child.exitCode !== null) break;
         await new Promise((r) => setTimeout(r, 50));
       }
-      throw new Error(`no line matching ${pattern}; output:\n${out}${err}`);
+      throw new Error(`no stderr line matching ${pattern}; output:\n${out}${err}`);
     },
     async stop(signal = "SIGTERM") {
       if (child.exitCode === null) child.kill(signal);

@@ -129,16 +129,22 @@ export async function startFakeGithub(token: string): Promise<FakeGithub> {
 let nextId = 1_000_000;
 
 /**
- * A delivery attempt `minutesAgo` minutes old: `ok` answers "OK"/200, otherwise "Invalid HTTP Response: 503".
+ * A delivery attempt `minutesAgo` minutes before `now` (default: the wall clock): `ok` answers "OK"/200, otherwise
+ * "Invalid HTTP Response: 503".
  *
  * @example
  * gh.hook("/app/hook", [delivery("g1", 10, false), delivery("g1", 2, true)]);
  */
-export function delivery(guid: string, minutesAgo: number, ok: boolean, id = nextId++): GithubDelivery {
+export function delivery(
+  guid: string,
+  minutesAgo: number,
+  ok: boolean,
+  { id = nextId++, now = Date.now() }: { id?: number; now?: number } = {},
+): GithubDelivery {
   return {
     id,
     guid,
-    delivered_at: new Date(Date.now() - minutesAgo * 60_000).toISOString(),
+    delivered_at: new Date(now - minutesAgo * 60_000).toISOString(),
     status: ok ? "OK" : "Invalid HTTP Response: 503",
     status_code: ok ? 200 : 503,
     event: "push",

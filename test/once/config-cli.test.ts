@@ -60,7 +60,7 @@ test("serve and migrate refuse a config whose database.url names an unset DATABA
         r.stderr,
         /database\.url: the environment variable DATABASE_URL is not set; set it to your Postgres URL \(or remove database\.url to use the embedded demo database\)/,
       );
-      assert.doesNotMatch(r.stdout, /listening/);
+      assert.doesNotMatch(r.stdout + r.stderr, /listening/);
       noStack(r.stderr);
     }
   }

@@ -6,6 +6,8 @@ import { runCli } from "../helpers/cli.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { seedDead, seedEvents } from "../helpers/ledger-rows.js";
 
+const DAY = 86_400;
+
 let t: TestLedger;
 let env: NodeJS.ProcessEnv;
 before(async () => {
@@ -84,7 +86,12 @@ test("hookledger events list with a bad value exits 2 naming the flag and the al
     [["--outcome", "ok"], /--outcome 'ok' is not one of applied, stale, unhandled, ignored/],
     [["--since", "yesterday"], /--since 'yesterday' is neither a duration .* nor a timestamp/],
     [["--limit", "0"], /--limit '0' is not a whole number from 1 to/],
-    [["--colour"], /Unknown option '--colour'.*hookledger events list --help/],
+    [
+      ["--colour"],
+      /^hookledger events list: unknown option '--colour'; events list takes --config, --help, --source, --type, --since, --until, --status, --outcome, --limit, --json \(see `hookledger events list --help`\)$/m,
+    ],
+    [["--limit"], /^hookledger events list: --limit needs a value; /m],
+    [["extra"], /unexpected argument 'extra'; events list takes /],
   ] as const) {
     const r = await runCli(["events", "list", ...args], { env });
     assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
@@ -145,7 +152,7 @@ test("hookledger events requeue: refuses without --yes off a terminal (exit 2), 
 
   const missing = await runCli(["events", "requeue", "--source", "bulk", "--yes"], { env });
   assert.equal(missing.code, 2);
-  assert.match(missing.stderr, /needs --status dead or --status failed/);
+  assert.match(missing.stderr, /needs one of --status dead, --status failed or --outcome unhandled/);
   const settled = await runCli(["events", "requeue", "--status", "settled", "--yes"], { env });
   assert.equal(settled.code, 2);
   assert.match(settled.stderr, /--status 'settled' is not one of dead, failed/);
@@ -175,4 +182,77 @@ test("hookledger events --help and each subcommand's --help show examples", asyn
   const unknown = await runCli(["events", "purge"], { env });
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown subcommand 'events purge'; use list, show, retry or requeue/);
+});
+
+test("hookledger events requeue --outcome unhandled requeues the matching unhandled events only", async () => {
+  await seedEvents(t.pool, t.ledger, [
+    { source: "typo", id: "u1", type: "invoice.paid", status: "settled", outcome: "unhandled", attempts: 1 },
+    { source: "typo", id: "u2", type: "invoice.paid", status: "settled", outcome: "unhandled", attempts: 1 },
+    { source: "typo", id: "u3", type: "customer.updated", status: "settled", outcome: "unhandled" },
+    { source: "typo", id: "a1", type: "invoice.paid", status: "settled", outcome: "applied" },
+    { source: "other", id: "u4", type: "invoice.paid", status: "settled", outcome: "unhandled" },
+  ]);
+  const r = await runCli(
+    ["events", "requeue", "--outcome", "unhandled", "--source", "typo", "--type", "invoice.paid", "--yes"],
+    { env },
+  );
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^requeued 2 of 2 unhandled events in 1 batch$/m);
+  const { rows } = await t.pool.query(
+    `select source, dedupe_key, status, outcome, settled_at is null as unsettled, attempts
+     from ${t.ledger.s}.events where source in ('typo', 'other') order by source desc, dedupe_key`,
+  );
+  assert.deepEqual(
+    rows.map((e) => [`${e.source}/${e.dedupe_key}`, e.status, e.outcome, e.unsettled, e.attempts]),
+    [
+      ["typo/a1", "settled", "applied", false, 0],
+      ["typo/u1", "pending", null, true, 1],
+      ["typo/u2", "pending", null, true, 1],
+      ["typo/u3", "settled", "unhandled", false, 0],
+      ["other/u4", "settled", "unhandled", false, 0],
+    ],
+  );
+
+  for (const [args, message] of [
+    [["--outcome", "applied"], /--outcome 'applied' is not one of unhandled/],
+    [
+      ["--outcome", "unhandled", "--status", "dead"],
+      /needs one of --status dead, --status failed or --outcome/,
+    ],
+  ] as const) {
+    const bad = await runCli(["events", "requeue", ...args, "--yes"], { env });
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, message);
+  }
+});
+
+test("hookledger events show of a pruned key explains its tombstone instead of 'not found'", async () => {
+  await seedEvents(t.pool, t.ledger, [
+    { source: "old", id: "evt_old", status: "settled", receivedAgo: 200 * DAY },
+  ]);
+  const live = await runCli(["events", "show", "old/evt_old"], { env });
+  assert.equal(live.code, 0, live.stderr);
+  const prune = await runCli(["prune", "--older-than", "90d", "--source", "old"], { env });
+  assert.equal(prune.code, 0, prune.stderr);
+
+  const r = await runCli(["events", "show", "old/evt_old"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(
+    r.stdout,
+    /^old\/evt_old: pruned on \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; a tombstone keeps the key so a late delivery is answered as a duplicate$/m,
+  );
+  const json = await runCli(["events", "show", "old/evt_old", "--json"], { env });
+  assert.equal(json.code, 0, json.stderr);
+  const parsed = JSON.parse(json.stdout) as {
+    id: string;
+    status: string;
+    receivedAt: string;
+    prunedAt: string;
+  };
+  assert.deepEqual([parsed.id, parsed.status], ["old/evt_old", "pruned"]);
+  assert.ok(Date.parse(parsed.prunedAt) - Date.parse(parsed.receivedAt) > 199 * DAY * 1000);
+
+  const never = await runCli(["events", "show", "old/evt_never"], { env });
+  assert.equal(never.code, 1);
+  assert.match(never.stderr, /no event old\/evt_never/);
 });

@@ -125,7 +125,7 @@ test("hookledger send refuses usage mistakes with exit 2, naming the fix", async
     [["--source", "stripe", "--file", file("missing.json")], /cannot read --file .*missing\.json/],
     [["--source", "stripe", "--file", file("a.json"), "--reorder"], /--reorder needs two or more --file/],
     [["--source", "stripe", "--file", file("a.json"), "--dup", "x"], /--dup 'x' is not a whole number/],
-    [["--frobnicate"], /Unknown option '--frobnicate'; the options are --source, --file, .*--help/],
+    [["--frobnicate"], /^hookledger send: unknown option '--frobnicate'; send takes --source, --file, .*--help/],
   ];
   for (const [args, message] of cases) {
     const r = await send(...args);

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Answer, answerError } from "../../errors.js";
+import { answerError } from "../../errors.js";
 import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
 import { createLogger, type Logger } from "../../log.js";
 import { bodyParsedAnswer, logBodyParsed, recordChunks } from "../../edge/parsed-body.js";

@@ -1,4 +1,4 @@
-import { type Answer, answerError } from "../../errors.js";
+import { answerError } from "../../errors.js";
 import type { InlineGuard, InlineTicket } from "../../edge/inline/types.js";
 import { createLogger, type Logger } from "../../log.js";
 import { bodyParsedAnswer, logBodyParsed, recordChunks } from "../../edge/parsed-body.js";

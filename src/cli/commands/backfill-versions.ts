@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import {
   type BackfillCounts,
   type BackfillFailure,
@@ -9,7 +8,8 @@ import { createPool } from "../../db/pool.js";
 import { type VersionUnit, versionUnitOf } from "../../ledger/version.js";
 import type { CommandLedger } from "../database.js";
 import { CliError } from "../errors.js";
-import { oneOf, parseCount, usage } from "../events/args.js";
+import { oneOf, parseCount } from "../events/args.js";
+import { parseOptions } from "../options.js";
 import { withLedger } from "../events/with-ledger.js";
 import type { Command } from "./types.js";
 
@@ -67,9 +67,7 @@ const OPTIONS = {
 export const command: Command = {
   summary: "seed the version guard from the app's tables before the worker takes over",
   async run(args, io) {
-    const { values } = usage("backfill-versions", () =>
-      parseArgs({ args, strict: true, allowPositionals: false, options: OPTIONS }),
-    );
+    const { values } = parseOptions("backfill-versions", args, OPTIONS);
     if (values.help) {
       io.out(HELP);
       return 0;

@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import {
   EVENT_OUTCOMES,
   EVENT_STATUSES,
@@ -8,12 +7,20 @@ import {
 } from "../../ledger/inspect.js";
 import { countRequeue, type RequeueFilter, requeueEvents } from "../../ledger/requeue.js";
 import { type RetryResult, retryEvents } from "../../ledger/retry.js";
+import { getTombstone } from "../../ledger/tombstone.js";
 import { CliError } from "../errors.js";
-import { eventId, oneOf, parseCount, parseIds, parseTime, usage } from "../events/args.js";
+import { parseOptions, timeOption } from "../options.js";
+import { eventId, oneOf, parseCount, parseIds } from "../events/args.js";
 import { confirm } from "../events/confirm.js";
 import { withLedger } from "../events/with-ledger.js";
-import { EVENTS_HELP, EVENTS_USAGE } from "../events/help.js";
-import { eventJson, formatEventDetail, formatEventTable } from "../events/render.js";
+import { EVENTS_COMMON, EVENTS_HELP, EVENTS_USAGE } from "../events/help.js";
+import {
+  eventJson,
+  formatEventDetail,
+  formatEventTable,
+  formatTombstone,
+  tombstoneJson,
+} from "../events/render.js";
 import type { Command, CommandIO } from "./types.js";
 
 const common = { config: { type: "string" }, help: { type: "boolean", short: "h" } } as const;
@@ -44,29 +51,28 @@ export const command: Command = {
     }
     const subs: Record<string, Sub> = { list, show, retry, requeue };
     const run = subs[sub];
+    if (!run && sub.startsWith("-")) {
+      throw new CliError(
+        `unknown option '${sub}'; events takes a subcommand first: list, show, retry or requeue (see \`hookledger events --help\`)`,
+        2,
+        "events",
+      );
+    }
     if (!run) throw new CliError(`unknown subcommand 'events ${sub}'; use list, show, retry or requeue`, 2);
     return run(rest, io);
   },
 };
 
 async function list(args: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = usage("events list", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        ...common,
-        ...filterFlags,
-        status: { type: "string" },
-        outcome: { type: "string" },
-        limit: { type: "string" },
-        json: { type: "boolean" },
-      },
-    }),
-  );
+  const { values } = parseOptions("events list", args, {
+    ...common,
+    ...filterFlags,
+    status: { type: "string" },
+    outcome: { type: "string" },
+    limit: { type: "string" },
+    json: { type: "boolean" },
+  });
   if (values.help) return help(io, "list");
-  noPositionals(positionals, "events list");
   const filter: EventFilter = {
     ...timeFilter(values),
     ...(values.status !== undefined && { status: oneOf("--status", values.status, EVENT_STATUSES) }),
@@ -84,13 +90,11 @@ async function list(args: string[], io: CommandIO): Promise<number> {
 }
 
 async function show(args: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = usage("events show", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: { ...common, source: { type: "string" }, json: { type: "boolean" } },
-    }),
+  const { values, positionals } = parseOptions(
+    "events show",
+    args,
+    { ...common, source: { type: "string" }, json: { type: "boolean" } },
+    { positionals: true },
   );
   if (values.help) return help(io, "show");
   if (positionals.length !== 1) {
@@ -98,32 +102,31 @@ async function show(args: string[], io: CommandIO): Promise<number> {
   }
   const [key] = parseIds(positionals, values.source);
   if (!key) return 2;
-  const event = await withLedger(values.config, async (db) => {
+  const json = values.json === true;
+  const text = await withLedger(values.config, async (db) => {
     const found = await getEvent(db.pool, db.ledger, key.source, key.dedupeKey);
-    if (!found) {
-      throw new CliError(
-        `no event ${eventId(key)} in schema '${db.ledger.schema}'; check the source name (as configured, case-sensitive) and find the id with \`hookledger events list --source ${key.source}\``,
-      );
-    }
-    return found;
+    if (found) return json ? `${JSON.stringify(eventJson(found), null, 2)}\n` : formatEventDetail(found);
+    const pruned = await getTombstone(db.pool, db.ledger, key.source, key.dedupeKey);
+    if (pruned) return json ? `${JSON.stringify(tombstoneJson(pruned), null, 2)}\n` : formatTombstone(pruned);
+    throw new CliError(
+      `no event ${eventId(key)} in schema '${db.ledger.schema}'; check the source name (as configured, case-sensitive) and find the id with \`hookledger events list --source ${key.source}\``,
+    );
   });
-  io.out(values.json ? `${JSON.stringify(eventJson(event), null, 2)}\n` : formatEventDetail(event));
+  io.out(text);
   return 0;
 }
 
 async function retry(args: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = usage("events retry", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        ...common,
-        source: { type: "string" },
-        force: { type: "boolean" },
-        json: { type: "boolean" },
-      },
-    }),
+  const { values, positionals } = parseOptions(
+    "events retry",
+    args,
+    {
+      ...common,
+      source: { type: "string" },
+      force: { type: "boolean" },
+      json: { type: "boolean" },
+    },
+    { positionals: true },
   );
   if (values.help) return help(io, "retry");
   if (positionals.length === 0) {
@@ -163,31 +166,37 @@ function retryLine(r: RetryResult): string {
 }
 
 async function requeue(args: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = usage("events requeue", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: { ...common, ...filterFlags, status: { type: "string" }, yes: { type: "boolean" } },
-    }),
-  );
+  const { values } = parseOptions("events requeue", args, {
+    ...common,
+    ...filterFlags,
+    status: { type: "string" },
+    outcome: { type: "string" },
+    yes: { type: "boolean" },
+  });
   if (values.help) return help(io, "requeue");
-  noPositionals(positionals, "events requeue");
-  if (values.status === undefined) {
+  if ((values.status === undefined) === (values.outcome === undefined)) {
     throw new CliError(
-      "requeue needs --status dead or --status failed (settled events: `events retry --force`)",
+      "requeue needs one of --status dead, --status failed or --outcome unhandled (other settled events: `events retry --force`)",
       2,
     );
   }
-  const filter: RequeueFilter = {
-    ...timeFilter(values),
-    status: oneOf("--status", values.status, ["dead", "failed"] as const),
-  };
+  const filter: RequeueFilter =
+    values.outcome !== undefined
+      ? {
+          ...timeFilter(values),
+          status: "settled",
+          outcome: oneOf("--outcome", values.outcome, ["unhandled"] as const),
+        }
+      : {
+          ...timeFilter(values),
+          status: oneOf("--status", values.status ?? "", ["dead", "failed"] as const),
+        };
+  const kind = filter.outcome ?? filter.status;
   return withLedger(values.config, async (db) => {
     const count = await countRequeue(db.pool, db.ledger, filter);
-    const what = `${count} ${filter.status} event${count === 1 ? "" : "s"}`;
+    const what = `${count} ${kind} event${count === 1 ? "" : "s"}`;
     if (count === 0) {
-      io.out(`no ${filter.status} events match; nothing to requeue\n`);
+      io.out(`no ${kind} events match; nothing to requeue\n`);
       return 0;
     }
     if (!values.yes) {
@@ -212,7 +221,7 @@ async function requeue(args: string[], io: CommandIO): Promise<number> {
     if (io.isTTY) io.err("\n");
     const skipped = report.matched - report.requeued;
     io.out(
-      `requeued ${report.requeued} of ${report.matched} ${filter.status} events in ${report.batches} batch${report.batches === 1 ? "" : "es"}${skipped > 0 ? ` (${skipped} had moved on or were running, left alone)` : ""}\n`,
+      `requeued ${report.requeued} of ${report.matched} ${kind} events in ${report.batches} batch${report.batches === 1 ? "" : "es"}${skipped > 0 ? ` (${skipped} had moved on or were running, left alone)` : ""}\n`,
     );
     return 0;
   });
@@ -223,18 +232,12 @@ function timeFilter(values: { source?: string; type?: string; since?: string; un
   return {
     ...(values.source !== undefined && { source: values.source }),
     ...(values.type !== undefined && { type: values.type }),
-    ...(values.since !== undefined && { since: parseTime("--since", values.since, now) }),
-    ...(values.until !== undefined && { until: parseTime("--until", values.until, now) }),
+    ...(values.since !== undefined && { since: timeOption("--since", values.since, now) }),
+    ...(values.until !== undefined && { until: timeOption("--until", values.until, now) }),
   };
 }
 
-function noPositionals(positionals: string[], command: string): void {
-  if (positionals.length > 0) {
-    throw new CliError(`unexpected argument '${positionals[0]}'; see \`hookledger ${command} --help\``, 2);
-  }
-}
-
 function help(io: CommandIO, sub: keyof typeof EVENTS_HELP): number {
-  io.out(`Usage: ${EVENTS_HELP[sub]}`);
+  io.out(`Usage: ${EVENTS_HELP[sub]}\n${EVENTS_COMMON}`);
   return 0;
 }

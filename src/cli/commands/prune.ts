@@ -1,10 +1,9 @@
-import { parseArgs } from "node:util";
 import { settledSources } from "../../ledger/prune.js";
 import { PruneRefused, type PruneReport, runPrune } from "../../prune/run.js";
 import { defaultTombstoneHorizonMs, type PruneSource } from "../../prune/windows.js";
 import { openLedger } from "../database.js";
 import { CliError } from "../errors.js";
-import { parseDuration } from "../stats.js";
+import { durationOption, parseOptions } from "../options.js";
 import type { Command } from "./types.js";
 
 const HELP = `Usage: hookledger prune --older-than DUR [options]
@@ -36,12 +35,7 @@ Examples:
 export const command: Command = {
   summary: "delete old settled events in batches, keeping tombstones of their dedupe keys",
   async run(args, io) {
-    let values: ReturnType<typeof parse>["values"];
-    try {
-      values = parse(args).values;
-    } catch (error) {
-      throw new CliError(`${(error as Error).message}; see \`hookledger prune --help\``, 2);
-    }
+    const { values } = parse(args);
     if (values.help) {
       io.out(HELP);
       return 0;
@@ -49,11 +43,11 @@ export const command: Command = {
     if (values["older-than"] === undefined) {
       throw new CliError("prune needs --older-than, e.g. --older-than 90d; see `hookledger prune --help`", 2);
     }
-    const olderThanMs = parseDuration(values["older-than"], "--older-than");
+    const olderThanMs = durationOption("--older-than", values["older-than"]);
     const tombstonesOlderThanMs =
       values["tombstones-older-than"] === undefined
         ? defaultTombstoneHorizonMs(olderThanMs)
-        : parseDuration(values["tombstones-older-than"], "--tombstones-older-than");
+        : durationOption("--tombstones-older-than", values["tombstones-older-than"]);
     const batchSize = values["batch-size"] === undefined ? 1000 : Number(values["batch-size"]);
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
       throw new CliError(`--batch-size '${values["batch-size"]}' is not a whole number from 1 to 100000`, 2);
@@ -102,20 +96,15 @@ function formatReport(report: PruneReport): string {
 }
 
 function parse(args: string[]) {
-  return parseArgs({
-    args,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      "older-than": { type: "string" },
-      "tombstones-older-than": { type: "string" },
-      source: { type: "string", multiple: true },
-      "batch-size": { type: "string" },
-      "dry-run": { type: "boolean" },
-      force: { type: "boolean" },
-      json: { type: "boolean" },
-      config: { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
+  return parseOptions("prune", args, {
+    "older-than": { type: "string" },
+    "tombstones-older-than": { type: "string" },
+    source: { type: "string", multiple: true },
+    "batch-size": { type: "string" },
+    "dry-run": { type: "boolean" },
+    force: { type: "boolean" },
+    json: { type: "boolean" },
+    config: { type: "string" },
+    help: { type: "boolean", short: "h" },
   });
 }

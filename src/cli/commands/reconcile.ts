@@ -35,12 +35,19 @@ export const command: Command = {
   async run(args, io) {
     const [provider, ...rest] = args;
     if (provider === "stripe") {
-      const { runStripeCommand } = await import("../../replay/stripe-command.js");
+      const { runStripeCommand } = await import("./replay-stripe.js");
       return runStripeCommand("reconcile", rest, io, HELP);
     }
     if (provider === undefined || provider === "--help" || provider === "-h" || provider === "help") {
       io.out(HELP);
       return provider === undefined ? 2 : 0;
+    }
+    if (provider.startsWith("-")) {
+      throw new CliError(
+        `unknown option '${provider}'; reconcile takes a provider first: reconcile stripe … (see \`hookledger reconcile --help\`)`,
+        2,
+        "reconcile",
+      );
     }
     throw new CliError(`reconcile: unknown provider '${provider}'; only reconcile stripe exists`, 2);
   },

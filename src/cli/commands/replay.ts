@@ -1,5 +1,5 @@
 import { CliError } from "../errors.js";
-import type { Command, CommandIO } from "./types.js";
+import type { Command } from "./types.js";
 
 const HELP = `hookledger replay: bring back events that never arrived, from the provider's API
 
@@ -38,9 +38,6 @@ Examples:
   HOOKLEDGER_REPLAY_TOKEN=… hookledger replay stripe --source stripe --since 1h --via https://hooks.example.com
 `;
 
-/** The GitHub replay, written apart; loaded by path so this command works before that module exists. */
-const GITHUB_MODULE = "../../replay/github.js";
-
 /**
  * `hookledger replay <provider> …`: dispatches to the provider's replay.
  *
@@ -52,29 +49,24 @@ export const command: Command = {
   async run(args, io) {
     const [provider, ...rest] = args;
     if (provider === "stripe") {
-      const { runStripeCommand } = await import("../../replay/stripe-command.js");
+      const { runStripeCommand } = await import("./replay-stripe.js");
       return runStripeCommand("replay", rest, io, HELP);
     }
-    if (provider === "github") return replayGithub(rest, io);
+    if (provider === "github") {
+      const { replayGithubCommand } = await import("./replay-github.js");
+      return replayGithubCommand(rest, io);
+    }
     if (provider === undefined || provider === "--help" || provider === "-h" || provider === "help") {
       io.out(HELP);
       return provider === undefined ? 2 : 0;
     }
+    if (provider.startsWith("-")) {
+      throw new CliError(
+        `unknown option '${provider}'; replay takes a provider first: replay stripe … or replay github … (see \`hookledger replay --help\`)`,
+        2,
+        "replay",
+      );
+    }
     throw new CliError(`replay: unknown provider '${provider}'; use replay stripe or replay github`, 2);
   },
 };
-
-async function replayGithub(args: string[], io: CommandIO): Promise<number> {
-  let module: { replayGithubCommand?: (args: string[], io: CommandIO) => Promise<number> };
-  try {
-    module = (await import(GITHUB_MODULE)) as typeof module;
-  } catch (error) {
-    const missing =
-      (error as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND" &&
-      (error as Error).message.includes("replay/github");
-    if (!missing) throw error;
-    throw new CliError("replay github is not available yet");
-  }
-  if (!module.replayGithubCommand) throw new CliError("replay github is not available yet");
-  return module.replayGithubCommand(args, io);
-}

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import type { SourceConfig } from "../../config/types.js";
 import { type DeliverySigner, idHeaderOf, signDelivery, typeHeaderOf } from "../../testing/sign.js";
 import { commandDatabaseUrl, loadConfig } from "../config.js";
 import { CliError } from "../errors.js";
-import { usage } from "../events/args.js";
+import { parseOptions } from "../options.js";
 import { sendDemo } from "../send.js";
 import type { Command } from "./types.js";
 
@@ -49,8 +48,6 @@ const options = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-const VALID = "--source, --file, --type, --id, --dup, --reorder, --url, --config, --help";
-
 /**
  * `hookledger send`: signs and posts the demo's events, or any JSON file as any configured source (see HELP).
  *
@@ -61,14 +58,7 @@ const VALID = "--source, --file, --type, --id, --dup, --reorder, --url, --config
 export const command: Command = {
   summary: "sign and post the demo's events, or JSON files as any configured source",
   async run(args, io) {
-    const { values, positionals } = usage("send", () => {
-      try {
-        return parseArgs({ args, options, allowPositionals: true, strict: true });
-      } catch (error) {
-        const message = (error as Error).message.replace(/\. To specify a positional.*$/s, "");
-        throw new Error(`${message}; the options are ${VALID}`);
-      }
-    });
+    const { values, positionals } = parseOptions("send", args, options, { positionals: true });
     if (values.help) {
       io.out(HELP);
       return 0;

@@ -6,9 +6,11 @@ export interface CommandIO {
 }
 
 /**
- * A subcommand in its own module (`src/cli/commands/<name>.ts`): it parses its own arguments (with
- * `node:util` parseArgs, strict), prints `--help` with examples, and returns the exit code. Usage mistakes throw a
- * `CliError` with exit code 2, naming the problem and the fix.
+ * A command in its own module (`src/cli/commands/<name>.ts`, exporting `command`; `src/cli/main.ts` lists the
+ * names it dispatches to): it parses its own arguments with `parseOptions` (src/cli/options.ts: strict, and an
+ * unknown option or a missing value names it and lists the command's options), prints `--help` (and `-h`) with
+ * its options and examples, and returns the exit code. Usage mistakes throw a `CliError` with exit code 2, naming
+ * the problem and the fix.
  *
  * @example
  * export const command: Command = { summary: "…", run: async (args, io) => { io.out("done\n"); return 0; } };

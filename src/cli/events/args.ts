@@ -1,21 +1,5 @@
 import type { EventKey } from "../../ledger/retry.js";
 import { CliError } from "../errors.js";
-import { parseDuration } from "../stats.js";
-
-/**
- * Runs a `node:util` parseArgs call, turning its errors (unknown option, missing value) into usage errors (exit 2)
- * that point at the command's help.
- *
- * @example
- * const { values } = usage("events show", () => parseArgs({ args, options, allowPositionals: true, strict: true }));
- */
-export function usage<R>(command: string, parse: () => R): R {
-  try {
-    return parse();
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}; see \`hookledger ${command} --help\``, 2);
-  }
-}
 
 /**
  * Checks a flag's value against the allowed ones; a usage error names the flag, the value and every allowed value.
@@ -26,25 +10,6 @@ export function usage<R>(command: string, parse: () => R): R {
 export function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
   if ((allowed as readonly string[]).includes(value)) return value as T;
   throw new CliError(`${flag} '${value}' is not one of ${allowed.join(", ")}`, 2);
-}
-
-/**
- * Parses `--since`/`--until`: a duration back from `now` (`90m`, `24h`, `7d`) or a timestamp (`2024-05-01`,
- * `2024-05-01T12:00:00Z`; a date alone is midnight UTC).
- *
- * @example
- * parseTime("--since", "24h", Date.now()); // a Date 24 hours ago
- */
-export function parseTime(flag: string, text: string, now: number): Date {
-  if (/^\d+[smhdw]$/.test(text.trim())) return new Date(now - parseDuration(text, flag));
-  const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(text) : Number.NaN;
-  if (Number.isNaN(ms)) {
-    throw new CliError(
-      `${flag} '${text}' is neither a duration back from now (90m, 24h, 7d) nor a timestamp (2024-05-01 or 2024-05-01T12:00:00Z)`,
-      2,
-    );
-  }
-  return new Date(ms);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { EventDetail, EventSummary } from "../../ledger/inspect.js";
+import type { Tombstone } from "../../ledger/tombstone.js";
 import { eventId } from "./args.js";
 
 /**
@@ -104,4 +105,35 @@ export function formatEventDetail(e: EventDetail): string {
     JSON.stringify(e.payload, null, 2),
     "",
   ].join("\n");
+}
+
+/**
+ * `events show` of a pruned event: what its tombstone still says, and why it is kept.
+ *
+ * @example
+ * io.out(formatTombstone(await getTombstone(pool, ledger, "stripe", "evt_1")));
+ */
+export function formatTombstone(t: Tombstone): string {
+  return `${eventId(t)}: pruned on ${utc(t.prunedAt)} UTC; a tombstone keeps the key so a late delivery is answered as a duplicate
+  received  ${utc(t.receivedAt)} UTC
+  The payload, headers and attempts went with the row; \`hookledger prune --tombstones-older-than\` decides how
+  long the key itself is kept.
+`;
+}
+
+/**
+ * `events show --json` of a pruned event.
+ *
+ * @example
+ * io.out(JSON.stringify(tombstoneJson(tombstone)));
+ */
+export function tombstoneJson(t: Tombstone): Record<string, unknown> {
+  return {
+    id: eventId(t),
+    source: t.source,
+    dedupeKey: t.dedupeKey,
+    status: "pruned",
+    receivedAt: t.receivedAt.toISOString(),
+    prunedAt: t.prunedAt.toISOString(),
+  };
 }

@@ -1,14 +1,10 @@
-import { parseArgs } from "node:util";
-import type { CommandIO } from "../cli/commands/types.js";
-import { openLedger } from "../cli/database.js";
-import { CliError } from "../cli/errors.js";
-import { parseDuration } from "../cli/stats.js";
-import { type GithubHookTarget, githubDeliveriesApi } from "./github-api.js";
-import { formatReport, formatReportJson } from "./report.js";
-import { replayGithubDeliveries } from "./github-run.js";
-
-/** GitHub redelivers deliveries of the past 3 days on github.com (GitHub's REST documentation, "Redeliver a delivery for a repository webhook"). */
-export const GITHUB_REDELIVERY_WINDOW_MS = 3 * 86_400_000;
+import { type GithubHookTarget, githubDeliveriesApi } from "../../replay/github-api.js";
+import { replayGithubDeliveries } from "../../replay/github-run.js";
+import { formatReport, formatReportJson } from "../../replay/report.js";
+import { openLedger } from "../database.js";
+import { CliError } from "../errors.js";
+import { parseOptions, timeOption } from "../options.js";
+import type { CommandIO } from "./types.js";
 
 const HELP = `hookledger replay github: ask GitHub to redeliver the webhook deliveries the ledger lacks
 
@@ -46,15 +42,20 @@ Examples:
 /**
  * `hookledger replay github`: parses its arguments, lists the hook's deliveries, and asks GitHub to redeliver each
  * event with no successful attempt that the ledger lacks; prints the report (text or `--json`) and returns the exit
- * code. Usage mistakes and GitHub's refusals throw a `CliError` naming the fix. The API base is
- * HOOKLEDGER_GITHUB_API_BASE when set (GitHub Enterprise Server, tests), else api.github.com.
+ * code. Usage mistakes throw a `CliError` and GitHub's refusals a `GithubApiError`, each naming the fix. The API
+ * base is HOOKLEDGER_GITHUB_API_BASE when set (GitHub Enterprise Server, tests), else api.github.com. `now` is the
+ * clock `--since` and the 3-day window are measured from.
  *
  * @example
  * const code = await replayGithubCommand(["--source", "github", "--repo", "octo/app", "--hook-id", "12"], {
  *   out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text), isTTY: false,
  * });
  */
-export async function replayGithubCommand(args: string[], io: CommandIO): Promise<number> {
+export async function replayGithubCommand(
+  args: string[],
+  io: CommandIO,
+  { now = Date.now() }: { now?: number } = {},
+): Promise<number> {
   const values = parse(args);
   if (values.help) {
     io.out(HELP);
@@ -62,7 +63,10 @@ export async function replayGithubCommand(args: string[], io: CommandIO): Promis
   }
   const source = required(values.source, "--source NAME (the configured GitHub source)");
   const target = hookTarget(values);
-  const { sinceMs, clampedFrom } = window(values.since);
+  const since = values.since === undefined ? undefined : timeOption("--since", values.since, now);
+  if (since !== undefined && since.getTime() > now) {
+    throw new CliError(`--since '${values.since}' is in the future; give a past time`, 2);
+  }
   const tokenEnv = values["token-env"] ?? (target.kind === "app" ? "GITHUB_APP_JWT" : "GITHUB_TOKEN");
   const token = process.env[tokenEnv]?.trim();
   if (!token) {
@@ -87,17 +91,15 @@ export async function replayGithubCommand(args: string[], io: CommandIO): Promis
       db: db.pool,
       ledger: db.ledger,
       source,
-      sinceMs,
+      ...(since !== undefined && { since }),
+      ...(values.since !== undefined && { sinceText: values.since }),
+      now,
       dryRun,
       io: { out: io.out, isTTY: io.isTTY && values.json !== true },
     });
-    report.window = { since: new Date(sinceMs), until: new Date(), clamped: clampedFrom !== undefined };
-    report.phases.unshift(`list: ${describe(target)}, deliveries since ${new Date(sinceMs).toISOString()}`);
-    if (clampedFrom !== undefined) {
-      report.notes.push(
-        `--since ${clampedFrom} reaches past GitHub's 3-day redelivery window: clamped to ${new Date(sinceMs).toISOString()}`,
-      );
-    }
+    report.phases.unshift(
+      `list: ${describe(target)}, deliveries since ${report.window?.since.toISOString()}`,
+    );
     io.out(values.json ? formatReportJson(report) : formatReport(report, { listNew: true }));
     return report.failed > 0 ? 1 : 0;
   } finally {
@@ -108,28 +110,19 @@ export async function replayGithubCommand(args: string[], io: CommandIO): Promis
 type Values = ReturnType<typeof parse>;
 
 function parse(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        source: { type: "string" },
-        repo: { type: "string" },
-        org: { type: "string" },
-        app: { type: "boolean" },
-        "hook-id": { type: "string" },
-        since: { type: "string" },
-        "token-env": { type: "string" },
-        "dry-run": { type: "boolean" },
-        json: { type: "boolean" },
-        config: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }).values;
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}; see \`hookledger replay github --help\``, 2);
-  }
+  return parseOptions("replay github", args, {
+    source: { type: "string" },
+    repo: { type: "string" },
+    org: { type: "string" },
+    app: { type: "boolean" },
+    "hook-id": { type: "string" },
+    since: { type: "string" },
+    "token-env": { type: "string" },
+    "dry-run": { type: "boolean" },
+    json: { type: "boolean" },
+    config: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  }).values;
 }
 
 function required(value: string | undefined, what: string): string {
@@ -164,27 +157,6 @@ function hookTarget(values: Values): GithubHookTarget {
     throw new CliError(`--repo '${values.repo}' is not OWNER/NAME; give e.g. --repo octo/app`, 2);
   }
   return { kind: "repo", owner, repo, hookId };
-}
-
-/** The oldest delivery time to consider, clamped to GitHub's redelivery window. */
-function window(since: string | undefined): { sinceMs: number; clampedFrom?: string } {
-  const now = Date.now();
-  const oldest = now - GITHUB_REDELIVERY_WINDOW_MS;
-  if (since === undefined) return { sinceMs: oldest };
-  const text = since.trim();
-  const at = /^\d+[smhdw]$/.test(text)
-    ? now - parseDuration(text)
-    : /^\d{4}-\d{2}-\d{2}/.test(text)
-      ? Date.parse(text)
-      : Number.NaN;
-  if (Number.isNaN(at)) {
-    throw new CliError(
-      `--since '${since}' is neither a duration (90m, 24h, 3d) nor an ISO 8601 time (2026-01-31T12:00:00Z)`,
-      2,
-    );
-  }
-  if (at > now) throw new CliError(`--since '${since}' is in the future; give a past time`, 2);
-  return at < oldest ? { sinceMs: oldest, clampedFrom: since } : { sinceMs: at };
 }
 
 function describe(target: GithubHookTarget): string {

@@ -1,52 +1,34 @@
-import { parseArgs } from "node:util";
-import type { CommandIO } from "../cli/commands/types.js";
-import { loadConfig } from "../cli/config.js";
-import { openLedger } from "../cli/database.js";
-import { CliError } from "../cli/errors.js";
-import { parseDuration } from "../cli/stats.js";
-import { formatReport, formatReportJson } from "./report.js";
-import { replayStripe } from "./stripe.js";
+import { formatReport, formatReportJson } from "../../replay/report.js";
+import { replayStripe } from "../../replay/stripe.js";
+import { loadConfig } from "../config.js";
+import { openLedger } from "../database.js";
+import { CliError } from "../errors.js";
+import { parseOptions, timeOption } from "../options.js";
+import type { CommandIO } from "./types.js";
 
 /** `replay stripe` re-delivers a window; `reconcile stripe` finds and adds only what the ledger lacks. */
 export type StripeCommandKind = "replay" | "reconcile";
 
-const OPTIONS = {
+const RECONCILE_OPTIONS = {
   source: { type: "string" },
   since: { type: "string" },
-  until: { type: "string" },
-  type: { type: "string", multiple: true },
-  "undelivered-only": { type: "boolean" },
-  via: { type: "string" },
   "dry-run": { type: "boolean" },
   json: { type: "boolean" },
   "api-key-env": { type: "string" },
   config: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
-const REPLAY_ONLY = ["until", "type", "undelivered-only", "via"] as const;
+const OPTIONS = {
+  ...RECONCILE_OPTIONS,
+  until: { type: "string" },
+  type: { type: "string", multiple: true },
+  "undelivered-only": { type: "boolean" },
+  via: { type: "string" },
+} as const;
 
 /**
- * Parses a `--since`/`--until` value: an ISO date or time (`2025-06-01`, `2025-06-01T12:00:00Z`) or a duration
- * back from now (`40m`, `2h`, `3d`).
- *
- * @example
- * parseTime("2h", "--since", Date.now()); // two hours ago
- */
-export function parseTime(text: string, flag: string, now: number): Date {
-  if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
-    const ms = Date.parse(text);
-    if (Number.isFinite(ms)) return new Date(ms);
-  } else if (/^\d+[smhdw]$/.test(text.trim())) {
-    return new Date(now - parseDuration(text, flag));
-  }
-  throw new CliError(
-    `${flag} '${text}' is neither a duration (40m, 2h, 3d) nor an ISO date (2025-06-01T12:00:00Z)`,
-    2,
-  );
-}
-
-/**
- * Runs `hookledger replay stripe …` or `hookledger reconcile stripe …` (arguments after `stripe`).
+ * Runs `hookledger replay stripe …` or `hookledger reconcile stripe …` (arguments after `stripe`); `now` is the
+ * clock `--since`/`--until` and Stripe's 30-day window are measured from.
  *
  * @example
  * await runStripeCommand("replay", ["--source", "stripe", "--since", "2h", "--dry-run"], io, help);
@@ -56,30 +38,19 @@ export async function runStripeCommand(
   args: string[],
   io: CommandIO,
   help: string,
+  { now = Date.now() }: { now?: number } = {},
 ): Promise<number> {
-  let values: ReturnType<typeof parse>["values"];
-  try {
-    values = parse(args).values;
-  } catch (error) {
-    throw new CliError(`${(error as Error).message}; see \`hookledger ${kind} --help\``, 2);
-  }
+  // reconcile takes a subset: parsing with it first names exactly what reconcile accepts.
+  if (kind === "reconcile") parseOptions("reconcile stripe", args, RECONCILE_OPTIONS);
+  const { values } = parseOptions(`${kind} stripe`, args, OPTIONS);
   if (values.help) {
     io.out(help);
     return 0;
   }
-  if (kind === "reconcile") {
-    const extra = REPLAY_ONLY.find((name) => values[name] !== undefined);
-    if (extra)
-      throw new CliError(
-        `--${extra} is a replay option; reconcile takes --source, --since, --dry-run, --json`,
-        2,
-      );
-  }
-  const now = Date.now();
   if (!values.source) throw new CliError(`--source NAME is required: the Stripe source to ${kind}`, 2);
   if (!values.since) throw new CliError("--since is required, e.g. --since 2h or --since 2025-06-01", 2);
-  const since = parseTime(values.since, "--since", now);
-  const until = values.until ? parseTime(values.until, "--until", now) : new Date(now);
+  const since = timeOption("--since", values.since, now);
+  const until = values.until ? timeOption("--until", values.until, now) : new Date(now);
   if (until <= since) throw new CliError("--until must be later than --since", 2);
   const types = values.type ?? [];
   if (types.length > 20) throw new CliError("--type: Stripe accepts at most 20 event types per list", 2);
@@ -123,6 +94,7 @@ export async function runStripeCommand(
       api: { apiKey, apiKeyEnv: keyEnv, ...(apiBase && { apiBase }) },
       since,
       until,
+      now,
       types,
       ...(values["undelivered-only"] && { undeliveredOnly: true }),
       ...(db && { ledger: { db: db.pool, ledger: db.ledger } }),
@@ -142,8 +114,4 @@ export async function runStripeCommand(
   } finally {
     await db?.close();
   }
-}
-
-function parse(args: string[]) {
-  return parseArgs({ args, options: OPTIONS, allowPositionals: false, strict: true });
 }

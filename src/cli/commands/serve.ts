@@ -1,0 +1,75 @@
+import { createLogger } from "../../log.js";
+import { loadConfig } from "../config.js";
+import { parseOptions } from "../options.js";
+import { parsePort, runUntilSignal } from "../run-service.js";
+import type { Command } from "./types.js";
+
+const HELP = `Usage: hookledger serve [--config FILE] [--port N] [--no-worker]
+
+Receives webhooks on POST /webhooks/:source (with /metrics, /healthz and /readyz) and runs the worker in the
+same process. Without DATABASE_URL it starts an embedded Postgres in ./.hookledger/pg; the ledger's migrations
+run at start. Logs are JSON lines on stdout; "hookledger listening on URL" goes to stderr.
+
+Options:
+  --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)
+  --port N        the port to listen on; 0 picks a free one. Precedence: --port, then PORT, then the config
+                  file's port, then 3000
+  --no-worker     receive only: run \`hookledger worker\` elsewhere to apply the events
+  -h, --help      show this help
+
+Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL,
+  LOG_LEVEL
+
+Examples:
+  hookledger serve                                   # the demo on an embedded Postgres
+  DATABASE_URL=postgres://… hookledger serve --config ./hookledger.config.mjs --port 8080
+  hookledger serve --no-worker                       # receivers here, workers on other hosts
+`;
+
+/**
+ * `hookledger serve`: the receiver and, unless `--no-worker`, the worker, until SIGINT or SIGTERM.
+ *
+ * @example
+ * await command.run(["--port", "8080"], io);
+ */
+export const command: Command = {
+  summary: "receive webhooks on POST /webhooks/:source and run the worker",
+  async run(args, io) {
+    const { values } = parseOptions("serve", args, {
+      config: { type: "string" },
+      port: { type: "string" },
+      "no-worker": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    });
+    if (values.help) {
+      io.out(HELP);
+      return 0;
+    }
+    const port =
+      values.port === undefined
+        ? undefined
+        : parsePort(values.port, `--port ${values.port}`, "give 0-65535 (0 picks a free port)");
+    const log = createLogger();
+    const loaded = await loadConfig(values.config);
+    for (const warning of loaded.config.warnings) log.warn({ config: loaded.file }, warning);
+    if (!loaded.file)
+      log.info("no hookledger.config.mjs here: serving the demo sources 'stripe' and 'github'");
+    // --port beats PORT, which beats the config file's port (resolveConfig), which beats 3000.
+    const config = port === undefined ? loaded.config : { ...loaded.config, port };
+    return runUntilSignal(
+      config,
+      {
+        log,
+        serve: true,
+        work: !values["no-worker"] && config.worker.enabled,
+        ...(loaded.setup && { setup: loaded.setup }),
+      },
+      { port: config.port, fix: "set PORT or --port to another port" },
+      (url) => {
+        log.info({ url }, "listening");
+        // stderr: stdout carries the JSON log stream.
+        io.err(`hookledger listening on ${url}\n`);
+      },
+    );
+  },
+};

@@ -1,0 +1,66 @@
+import { createLogger } from "../../log.js";
+import { loadConfig } from "../config.js";
+import { parseOptions } from "../options.js";
+import { portFromEnv, runUntilSignal } from "../run-service.js";
+import type { Command } from "./types.js";
+
+const HELP = `Usage: hookledger worker [--config FILE]
+
+Runs only the worker: picks claimed events from the ledger and applies each with its handler, the version guard
+and the settle in one transaction. Any number of workers may share one database. Also runs the configured
+schedules (prune, reconcile). Logs are JSON lines on stdout.
+
+Options:
+  --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)
+  -h, --help      show this help
+
+Environment: DATABASE_URL, HOOKLEDGER_SCHEMA, LOG_LEVEL; METRICS_PORT serves /metrics, /healthz and /readyz on
+  this port (0 picks a free one; "hookledger worker metrics on URL" goes to stderr)
+
+Examples:
+  DATABASE_URL=postgres://… hookledger worker --config ./hookledger.config.mjs
+  METRICS_PORT=9464 hookledger worker
+`;
+
+/**
+ * `hookledger worker`: the worker alone, until SIGINT or SIGTERM.
+ *
+ * @example
+ * await command.run(["--config", "./hookledger.config.mjs"], io);
+ */
+export const command: Command = {
+  summary: "run only the worker (any number of them may share one database)",
+  async run(args, io) {
+    const { values } = parseOptions("worker", args, {
+      config: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    });
+    if (values.help) {
+      io.out(HELP);
+      return 0;
+    }
+    const metricsPort = portFromEnv("METRICS_PORT");
+    const log = createLogger();
+    const loaded = await loadConfig(values.config);
+    for (const warning of loaded.config.warnings) log.warn({ config: loaded.file }, warning);
+    return runUntilSignal(
+      loaded.config,
+      {
+        log,
+        serve: false,
+        work: true,
+        ...(loaded.setup && { setup: loaded.setup }),
+        ...(metricsPort !== undefined && { metricsPort }),
+      },
+      { port: metricsPort ?? 0, fix: "set METRICS_PORT to another port" },
+      (url) => {
+        if (url === undefined) {
+          log.info("worker running");
+          return;
+        }
+        log.info({ url: `${url}/metrics` }, "worker metrics listening");
+        io.err(`hookledger worker metrics on ${url}/metrics\n`);
+      },
+    );
+  },
+};

@@ -1,0 +1,218 @@
+// Every command as users run it (the built binary): --help, unknown options and missing values, serve's --port
+// and its precedence, a port in use, and the listening line on stderr beside the JSON log on stdout.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { createPool } from "../../src/db/pool.js";
+import { runCli, startCli } from "../helpers/cli.js";
+import { testDatabaseUrl } from "../helpers/db.js";
+import { freePort } from "../helpers/net.js";
+
+const dirs: string[] = [];
+const schemas: string[] = [];
+after(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+  const pool = createPool({ connectionString: testDatabaseUrl(), role: "admin", max: 1 });
+  for (const s of schemas) await pool.query(`drop schema if exists "${s}" cascade`);
+  await pool.end();
+});
+
+const noStack = (text: string) => assert.doesNotMatch(text, /\n\s+at /, "no stack trace");
+
+function databaseEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const schema = `cli_${randomBytes(4).toString("hex")}`;
+  schemas.push(schema);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: testDatabaseUrl(),
+    HOOKLEDGER_SCHEMA: schema,
+  };
+  delete env.PORT;
+  delete env.METRICS_PORT;
+  return { ...env, ...extra };
+}
+
+function listenOn(port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(port, "127.0.0.1", () => resolve(server));
+    server.on("error", reject);
+  });
+}
+
+const HELP_OF = [
+  ["serve"],
+  ["worker"],
+  ["migrate"],
+  ["send"],
+  ["stats"],
+  ["events"],
+  ["events", "requeue"],
+  ["replay"],
+  ["replay", "stripe"],
+  ["replay", "github"],
+  ["reconcile"],
+  ["reconcile", "stripe"],
+  ["prune"],
+  ["backfill-versions"],
+];
+
+test("hookledger <command> --help and -h exit 0 with the command's options and examples", async () => {
+  for (const command of HELP_OF) {
+    for (const flag of ["--help", "-h"]) {
+      const r = await runCli([...command, flag]);
+      const what = `${command.join(" ")} ${flag}`;
+      assert.equal(r.code, 0, `${what}: ${r.stderr}`);
+      assert.match(r.stdout, /Usage/, what);
+      assert.match(r.stdout, /--config FILE/, what);
+      assert.match(r.stdout, /Examples:\n(\s+#.*\n)?\s+(\S+=\S+ )*hookledger /, what);
+    }
+  }
+});
+
+test("hookledger --help lists every command, backfill-versions included; --version prints the version", async () => {
+  const r = await runCli(["--help"]);
+  assert.equal(r.code, 0);
+  for (const command of [
+    "serve",
+    "worker",
+    "migrate",
+    "send",
+    "stats",
+    "events",
+    "replay",
+    "reconcile",
+    "prune",
+  ]) {
+    assert.match(r.stdout, new RegExp(`^ {2}${command} +\\S`, "m"), command);
+  }
+  assert.match(r.stdout, /^ {2}backfill-versions +seed the version guard from your own tables$/m);
+  const v = await runCli(["--version"]);
+  assert.equal(v.code, 0);
+  assert.match(v.stdout, /^\d+\.\d+\.\d+/);
+});
+
+test("hookledger serve --since 24h exits 2 naming the option and listing exactly what serve takes", async () => {
+  const r = await runCli(["serve", "--since", "24h"]);
+  assert.equal(r.code, 2);
+  assert.equal(
+    r.stderr,
+    "hookledger serve: unknown option '--since'; serve takes --config, --port, --no-worker, --help (see `hookledger serve --help`)\n",
+  );
+});
+
+test("hookledger <command> with an unknown option exits 2 listing that command's options", async () => {
+  for (const [args, takes] of [
+    [["worker", "--port", "1"], "worker takes --config, --help"],
+    [["migrate", "--dry-run"], "migrate takes --config, --help"],
+    [["stats", "--until", "1h"], "stats takes --since, --source, --json, --config, --help"],
+    [["prune", "--yes"], "prune takes --older-than, --tombstones-older-than, --source, --batch-size"],
+    [["events", "show", "--force"], "events show takes --config, --help, --source, --json"],
+    [["replay", "github", "--until", "1h"], "replay github takes --source, --repo, --org, --app, --hook-id"],
+    [["reconcile", "stripe", "--until", "1h"], "reconcile stripe takes --source, --since, --dry-run, --json"],
+  ] as const) {
+    const words: readonly string[] = args;
+    const r = await runCli([...words]);
+    assert.equal(r.code, 2, `${words.join(" ")}: ${r.stderr}`);
+    const option = words.find((a) => a.startsWith("--")) ?? "";
+    const command = words.slice(0, words.indexOf(option)).join(" ");
+    assert.match(r.stderr, new RegExp(`^hookledger ${command}: unknown option '${option}'; ${takes}`));
+    assert.match(r.stderr, new RegExp(`see \`hookledger ${command} --help\``));
+    noStack(r.stderr);
+  }
+});
+
+test("hookledger replay|reconcile|events with an option before the provider or subcommand exits 2 naming both", async () => {
+  for (const [command, first] of [
+    ["replay", "a provider first: replay stripe … or replay github …"],
+    ["reconcile", "a provider first: reconcile stripe …"],
+    ["events", "a subcommand first: list, show, retry or requeue"],
+  ] as const) {
+    const r = await runCli([command, "--since", "2h"]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(
+      r.stderr,
+      new RegExp(`^hookledger ${command}: unknown option '--since'; ${command} takes ${first}`),
+    );
+  }
+});
+
+test("hookledger <command> with an option missing its value exits 2 naming the option", async () => {
+  for (const args of [
+    ["serve", "--port"],
+    ["serve", "--config"],
+    ["stats", "--since"],
+    ["prune", "--older-than"],
+    ["events", "list", "--source"],
+    ["replay", "stripe", "--source"],
+  ]) {
+    const r = await runCli(args);
+    assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
+    const option = args.at(-1) ?? "";
+    const command = args.slice(0, -1).join(" ");
+    assert.match(r.stderr, new RegExp(`^hookledger ${command}: ${option} needs a value; ${command} takes `));
+    noStack(r.stderr);
+  }
+});
+
+test("hookledger serve --port beats PORT and the config file's port; the listening line goes to stderr", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "hookledger-port-"));
+  dirs.push(dir);
+  const [configPort, envPort, flagPort] = [await freePort(), await freePort(), await freePort()];
+  const file = join(dir, "hookledger.config.mjs");
+  await writeFile(
+    file,
+    `export default { port: ${configPort}, sources: [{ name: "stripe", provider: "stripe", secrets: [{ env: "HL_PORT_TEST_SECRET" }] }] };\n`,
+  );
+  const env = databaseEnv({ PORT: String(envPort), HL_PORT_TEST_SECRET: "whsec_test" });
+  const serve = startCli(["serve", "--config", file, "--port", String(flagPort)], { env });
+  try {
+    const [, url] = await serve.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m);
+    assert.equal(url, `http://127.0.0.1:${flagPort}`);
+    assert.equal((await fetch(`${url}/healthz`)).status, 200);
+    const records = serve
+      .stdout()
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { msg: string; url?: string });
+    assert.doesNotMatch(serve.stdout(), /hookledger listening on/, "stdout holds JSON records only");
+    assert.ok(
+      records.some((r) => r.msg === "listening" && r.url === url),
+      "a structured listening record",
+    );
+  } finally {
+    assert.equal(await serve.stop("SIGTERM"), 0, serve.output());
+  }
+});
+
+test("hookledger serve --port with a port in use exits 1 with one line naming the port and the fix", async () => {
+  const port = await freePort();
+  const taken = await listenOn(port);
+  try {
+    const r = await runCli(["serve", "--port", String(port)], { env: databaseEnv() });
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(
+      r.stderr,
+      `hookledger: port ${port} is in use; set PORT or --port to another port, or stop the process using it\n`,
+    );
+
+    const worker = await runCli(["worker"], { env: databaseEnv({ METRICS_PORT: String(port) }) });
+    assert.equal(worker.code, 1, worker.stderr);
+    assert.match(
+      worker.stderr,
+      new RegExp(`^hookledger: port ${port} is in use; set METRICS_PORT to another port`),
+    );
+    noStack(worker.stderr);
+  } finally {
+    taken.close();
+  }
+});
+
+test("hookledger serve --port with a value that is not a port exits 2", async () => {
+  const r = await runCli(["serve", "--port", "http"]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--port http is not a port; give 0-65535/);
+});
