@@ -13,6 +13,7 @@ import { ledgerContext } from "./ledger/context.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { type Handler, Handlers } from "./worker/handlers.js";
+import type { PayloadOf, SourceEventType, SourceMap, SourceProviders } from "./worker/payloads.js";
 import { startWorker, type Worker } from "./worker/worker.js";
 
 /**
@@ -70,7 +71,8 @@ export interface HookledgerOptions {
  * hl.startWorker();
  * http.createServer(createNodeHandler(hl)).listen(3000);
  */
-export interface Hookledger extends Receiver {
+// biome-ignore lint/suspicious/noExplicitAny: as in `Handlers`, `any` is the empty source map
+export interface Hookledger<M extends SourceMap = any> extends Receiver {
   /** The handlers the worker runs. */
   readonly handlers: Handlers;
   /** The inline guard for a route that processes deliveries itself (`createExpressGuard(hl.guard, …)`). */
@@ -82,7 +84,11 @@ export interface Hookledger extends Receiver {
    * Registers a handler for events of `type` from `source` (see {@link Handlers.on}).
    * @example hl.on("stripe", "invoice.paid", async (ctx) => { await ctx.tx.query("…", [ctx.event.id]); });
    */
-  on<P = unknown>(source: string, type: string, handler: Handler<P>): this;
+  on<S extends string, T extends string>(
+    source: S,
+    type: T | SourceEventType<M, S>,
+    handler: Handler<PayloadOf<M, S, T>>,
+  ): this;
   /** Applies the ledger's migrations (idempotent, safe from many instances at once); returns those applied. */
   migrate(): Promise<string[]>;
   /** Starts the worker in this process (once); `close()` stops it. */
@@ -109,7 +115,9 @@ export interface Hookledger extends Receiver {
  * http.createServer(createNodeHandler(hl)).listen(3000);
  * process.once("SIGTERM", () => void hl.close());
  */
-export function createHookledger(options: HookledgerOptions): Hookledger {
+export function createHookledger<const Sources extends readonly SourceConfig[]>(
+  options: HookledgerOptions & { readonly sources: Sources },
+): Hookledger<SourceProviders<Sources>> {
   if (
     (options.pool === undefined) ===
     (options.connectionString === undefined || options.connectionString === "")
@@ -180,7 +188,7 @@ export function createHookledger(options: HookledgerOptions): Hookledger {
   const handlers = config.handlers;
   let closed = false;
 
-  const hl: Hookledger = {
+  const hl: Hookledger<SourceProviders<Sources>> = {
     log,
     receive: (delivery) => receiver.receive(delivery),
     handlers,
@@ -188,7 +196,7 @@ export function createHookledger(options: HookledgerOptions): Hookledger {
     ops: createOpsHandler({ metrics, db: admin, ledger, log }),
     metrics,
     on(source, type, handler) {
-      handlers.on(source, type, handler);
+      handlers.on(source, type as string, handler as Handler);
       return hl;
     },
     migrate: () => migrate(admin, config.schema),

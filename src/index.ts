@@ -90,7 +90,7 @@ export type { ReplayReport } from "./replay/report.js";
 export { replayStripe, type StripeReplayOptions } from "./replay/stripe.js";
 export type { Outcome } from "./ledger/settle.js";
 
-export { createLogger, type Logger, silentLogger } from "./log.js";
+export { createLogger, type LogFormat, type Logger, type LoggerOptions, silentLogger } from "./log.js";
 
 export { type AwardeeOptions, awardeeProvider } from "./providers/awardee.js";
 export { type GenericOptions, genericProvider } from "./providers/generic.js";
@@ -118,4 +118,12 @@ export { type Service, type ServiceOptions, startService } from "./service.js";
 export { defaultRetryPolicy, type RetryPolicy, retryDelay } from "./worker/backoff.js";
 export type { AttemptReport } from "./worker/attempt.js";
 export { type Handler, type HandlerContext, type HandlerEvent, Handlers } from "./worker/handlers.js";
+export type {
+  PaddleNotification,
+  PayloadMap,
+  PayloadOf,
+  SourceMap,
+  SourceProviders,
+  StandardWebhookPayload,
+} from "./worker/payloads.js";
 export { startWorker, type Worker, type WorkerOptions } from "./worker/worker.js";

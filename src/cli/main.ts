@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { MissingPackageError } from "../optional.js";
 import type { Command, CommandIO } from "./commands/types.js";
 import { CliError, explainDatabaseFailures } from "./errors.js";
+import { logFormatFromEnv } from "../log.js";
 
 const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
 
@@ -75,6 +76,11 @@ async function main(argv: string[]): Promise<number> {
   if (!COMMANDS.includes(first)) {
     const what = first.startsWith("-") ? `unknown option '${first}'` : `unknown command '${first}'`;
     throw new CliError(`${what}; commands are ${COMMANDS.join(", ")} (see \`hookledger --help\`)`, 2);
+  }
+  try {
+    logFormatFromEnv();
+  } catch (error) {
+    throw new CliError((error as Error).message, 2);
   }
   const module = (await import(`./commands/${first}.js`).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes(`commands/${first}.js`)) {

@@ -1,5 +1,6 @@
 import type { HookledgerConfig } from "../config/types.js";
 import type { Pool } from "../db/pool.js";
+import type Stripe from "stripe";
 import { type HandlerContext, Handlers } from "../worker/handlers.js";
 
 /** Development secrets of the demo sources, printed in the README. Never use them for a real endpoint. */
@@ -8,16 +9,10 @@ export const DEMO_SECRETS = {
   github: "hookledger-demo-only-github",
 } as const;
 
-interface StripeSubscriptionEvent {
-  data: {
-    object: {
-      id: string;
-      customer: string;
-      status: string;
-      items?: { data?: { price?: { id?: string } }[] };
-    };
-  };
-}
+type SubscriptionEvent =
+  | Stripe.CustomerSubscriptionCreatedEvent
+  | Stripe.CustomerSubscriptionUpdatedEvent
+  | Stripe.CustomerSubscriptionDeletedEvent;
 
 /** Creates the demo's business tables: a subscription's plan and status per customer, and GitHub pushes. */
 export async function setupDemo(pool: Pool): Promise<void> {
@@ -35,35 +30,32 @@ create table if not exists hookledger_demo.pushes (
  * business write, in the transaction hookledger settles the event in.
  */
 export function demoHandlers(): Handlers {
-  const applySubscription = async (ctx: HandlerContext<StripeSubscriptionEvent>) => {
+  const applySubscription = async (ctx: HandlerContext<SubscriptionEvent>) => {
     // Stripe delivers out of order: an older snapshot of the subscription must not overwrite a newer one.
     if (!(await ctx.advance())) return;
     const sub = ctx.event.payload.data.object;
     const status = ctx.event.type === "customer.subscription.deleted" ? "canceled" : sub.status;
+    const customer = typeof sub.customer === "string" ? sub.customer : sub.customer.id;
     await ctx.tx.query(
       `insert into hookledger_demo.subscriptions (subscription_id, customer_id, plan, status, updated_by_event)
        values ($1, $2, $3, $4, $5)
        on conflict (subscription_id) do update
          set plan = excluded.plan, status = excluded.status, updated_by_event = excluded.updated_by_event,
              updated_at = now()`,
-      [sub.id, sub.customer, sub.items?.data?.[0]?.price?.id ?? null, status, ctx.event.id],
+      [sub.id, customer, sub.items.data[0]?.price.id ?? null, status, ctx.event.id],
     );
   };
   return new Handlers()
     .on("stripe", "customer.subscription.created", applySubscription)
     .on("stripe", "customer.subscription.updated", applySubscription)
     .on("stripe", "customer.subscription.deleted", applySubscription)
-    .on<{ ref?: string; after?: string; repository?: { full_name?: string } }>(
-      "github",
-      "push",
-      async (ctx) => {
-        const push = ctx.event.payload;
-        await ctx.tx.query(
-          "insert into hookledger_demo.pushes (delivery_id, repository, ref, head_commit) values ($1, $2, $3, $4)",
-          [ctx.event.id, push.repository?.full_name ?? "unknown", push.ref ?? null, push.after ?? null],
-        );
-      },
-    )
+    .on("github", "push", async (ctx) => {
+      const push = ctx.event.payload;
+      await ctx.tx.query(
+        "insert into hookledger_demo.pushes (delivery_id, repository, ref, head_commit) values ($1, $2, $3, $4)",
+        [ctx.event.id, push.repository.full_name, push.ref, push.after],
+      );
+    })
     .on("github", "ping", (ctx) => ctx.ignore());
 }
 

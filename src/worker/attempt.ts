@@ -7,6 +7,7 @@ import { type Outcome, settleEvent } from "../ledger/settle.js";
 import type { Logger } from "../log.js";
 import { type RetryPolicy, retryDelay } from "./backoff.js";
 import { attemptContext } from "./context.js";
+import { failureText } from "./failure-text.js";
 import type { Handlers } from "./handlers.js";
 
 /** What one attempt needs. */
@@ -115,7 +116,12 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
         reportAttempt(deps, picked, started, "abandoned");
         return true;
       }
-      const status = await recordFailure(deps, deps.pool, picked, result.error);
+      const status = await recordFailure(
+        deps,
+        deps.pool,
+        picked,
+        failureText(result.error, { frames: false }),
+      );
       deps.log.warn(
         logFields(picked, started, { result: status, err: result.error.message }),
         "handler timed out",
@@ -143,9 +149,11 @@ async function failInTransaction(
   message: string,
 ): Promise<void> {
   await client.query("rollback to savepoint handler");
-  const status = await recordFailure(deps, client, picked, error);
+  const text = failureText(error);
+  const status = await recordFailure(deps, client, picked, text);
   await client.query("commit");
-  deps.log.warn(logFields(picked, started, { result: status, err: error.message }), message);
+  // The same bounded text as `last_error`; never the payload.
+  deps.log.warn(logFields(picked, started, { result: status, err: error.message, stack: text }), message);
   reportAttempt(deps, picked, started, status);
 }
 
@@ -237,13 +245,13 @@ async function recordFailure(
   deps: AttemptDeps,
   db: Pool | PoolClient,
   picked: PickedEvent,
-  error: Error,
+  text: string,
 ): Promise<"failed" | "dead" | "missing"> {
   const attempt = picked.attempts + 1;
   const status = await failEvent(db, deps.ledger, {
     source: picked.source,
     dedupeKey: picked.dedupe_key,
-    error: describeError(error).slice(0, 2000),
+    error: text,
     maxAttempts: deps.retry.maxAttempts,
     retryInMs: retryDelay(deps.retry, attempt),
     attempts: picked.attempts,
@@ -260,15 +268,4 @@ function logFields(picked: PickedEvent, started: number, extra: Record<string, u
     durationMs: Math.round(performance.now() - started),
     ...extra,
   };
-}
-
-/** The message and its causes ("Failed query: begin: could not serialize access …"): wrappers hide the reason. */
-function describeError(error: Error): string {
-  const parts = [error.message];
-  let cause = error.cause;
-  while (cause instanceof Error && parts.length < 4) {
-    parts.push(cause.message);
-    cause = cause.cause;
-  }
-  return parts.join(": ");
 }

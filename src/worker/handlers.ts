@@ -1,5 +1,6 @@
 import type { PoolClient } from "../db/pool.js";
 import type { ArrivedVia } from "../ledger/claim.js";
+import type { PayloadOf, SourceEventType, SourceMap } from "./payloads.js";
 
 /** The event a handler receives. */
 export interface HandlerEvent<P = unknown> {
@@ -45,18 +46,43 @@ export type Handler<P = unknown> = (ctx: HandlerContext<P>) => Promise<void> | v
 /**
  * Handlers by source and event type. `"*"` as the type matches any type the source has no specific handler for.
  *
+ * `ctx.event.payload` is typed from the provider's own types: Stripe's from the `stripe` package
+ * (`"customer.subscription.updated"` → `Stripe.CustomerSubscriptionUpdatedEvent`), GitHub's from
+ * `@octokit/webhooks-types` (`"issues.opened"` → `IssuesOpenedEvent`, `"push"` → `PushEvent`), Paddle's and
+ * Standard Webhooks' envelopes from `PaddleNotification` and `StandardWebhookPayload`; `"*"` gets the provider's
+ * union. A source named after its provider needs nothing; name the others in the source map `M`, by provider or
+ * by a payload map of your own. Anything else (Shopify, Slack, awardee, generic, an unknown source or a type the
+ * SDK does not know) is `unknown`: narrow it in the handler. Only the types are imported; without the `stripe` or
+ * `@octokit/webhooks-types` package (and `skipLibCheck`), that provider's payloads are `unknown` too.
+ *
  * @example
- * const handlers = new Handlers()
- *   .on<Stripe.Event>("stripe", "customer.subscription.updated", async (ctx) => {
+ * import { Handlers } from "hookledger";
+ *
+ * const handlers = new Handlers<{ "stripe-eu": "stripe" }>()
+ *   .on("stripe-eu", "customer.subscription.updated", async (ctx) => {
  *     if (!(await ctx.advance())) return;
- *     await ctx.tx.query("update subscriptions set status = $1 where id = $2", [...]);
- *   });
+ *     const sub = ctx.event.payload.data.object; // Stripe.Subscription
+ *     await ctx.tx.query("update subscriptions set status = $1 where id = $2", [sub.status, sub.id]);
+ *   })
+ *   .on("github", "pull_request.opened", (ctx) => console.log(ctx.event.payload.pull_request.title));
  */
-export class Handlers {
+// The default `any` is read as the empty map (see `ProviderOf`), and makes the bare type `Handlers`, which the
+// configuration and the worker accept, stand for handlers of any source map.
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export class Handlers<M extends SourceMap = any> {
   readonly #bySource = new Map<string, Map<string, Handler>>();
 
-  /** Registers `handler` for events of `type` from `source`. One handler per pair; registering twice throws. */
-  on<P = unknown>(source: string, type: string, handler: Handler<P>): this {
+  /**
+   * Registers `handler` for events of `type` from `source`. One handler per pair; registering twice throws.
+   *
+   * @example
+   * new Handlers().on("github", "push", (ctx) => console.log(ctx.event.payload.ref));
+   */
+  on<S extends string, T extends string>(
+    source: S,
+    type: T | SourceEventType<M, S>,
+    handler: Handler<PayloadOf<M, S, T>>,
+  ): this {
     const byType = this.#bySource.get(source) ?? new Map<string, Handler>();
     this.#bySource.set(source, byType);
     if (byType.has(type)) throw new Error(`a handler for ${source}/${type} is already registered`);

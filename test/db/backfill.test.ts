@@ -98,18 +98,14 @@ test("after the backfill, a real worker settles an older Stripe event stale and 
     ledger: t.ledger,
     log: silentLogger(),
     pollIntervalMs: 100,
-    handlers: new Handlers().on<{ data: { object: { id: string; status: string } } }>(
-      "stripe",
-      "customer.subscription.updated",
-      async (ctx) => {
-        if (!(await ctx.advance())) return;
-        const sub = ctx.event.payload.data.object;
-        await ctx.tx.query(`update ${subscriptions} set status = $1 where stripe_id = $2`, [
-          sub.status,
-          sub.id,
-        ]);
-      },
-    ),
+    handlers: new Handlers().on("stripe", "customer.subscription.updated", async (ctx) => {
+      if (!(await ctx.advance())) return;
+      const sub = ctx.event.payload.data.object;
+      await ctx.tx.query(`update ${subscriptions} set status = $1 where stripe_id = $2`, [
+        sub.status,
+        sub.id,
+      ]);
+    }),
   });
   try {
     await waitFor("three settled events", async () => {

@@ -32,6 +32,13 @@ test("hookledger --help exits 0 and shows the commands with examples", async () 
   assert.match(r.stdout, /Examples:/);
 });
 
+test("hookledger with an unknown LOG_FORMAT exits 2 naming it and the choices", async () => {
+  const r = await runCli(["stats"], { env: { ...process.env, LOG_FORMAT: "yaml" } });
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /LOG_FORMAT=yaml is not a log format; set it to "json" or "pretty"/);
+  noStack(r.stderr);
+});
+
 test("hookledger with an unknown command exits 2 naming it", async () => {
   const r = await runCli(["serv"]);
   assert.equal(r.code, 2);
