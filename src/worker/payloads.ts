@@ -1,7 +1,7 @@
 // Type-only: nothing here exists at run time. Stripe's and GitHub's payloads come from their own packages
 // (`stripe`, `@octokit/webhooks-types`), imported with `import type` so that `import "hookledger"` loads neither.
-// A project without one of them compiles with `skipLibCheck` (the TypeScript default of most templates), and
-// that provider's payloads are then `unknown` (see `Known` below).
+// A project without one of them still compiles, even without `skipLibCheck` (scripts/optional-types.mjs marks
+// these imports in the built declarations), and that provider's payloads are then `unknown` (see `Known` below).
 import type { EventPayloadMap } from "@octokit/webhooks-types";
 import type Stripe from "stripe";
 import type { ProviderName } from "../config/types.js";

@@ -6,7 +6,9 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import ts from "typescript";
 import { NOT_AT_IMPORT, runNode } from "../helpers/node-run.js";
+import { checkStripeApp } from "../helpers/app-snippet.js";
 import { type InstalledApp, installApp, PACKAGE_ROOT, packInto } from "../helpers/pack.js";
+import { markdownSnippets } from "../helpers/snippets.js";
 
 // One pack and one install for the whole file: the tarball goes into an app that installs none of the optional
 // peers, as a library user's would.
@@ -156,4 +158,18 @@ export const isMissing = (error: unknown): boolean => error instanceof MissingPa
   const tsc = join(PACKAGE_ROOT, "node_modules", "typescript", "bin", "tsc");
   const run = await runNode([tsc, "-p", "tsconfig.json"], { cwd: app.dir, timeoutMs: 120_000 });
   assert.equal(run.code, 0, run.stdout + run.stderr);
+});
+
+test("the README's library example, copied into the installed app with Express, receives, applies and settles signed Stripe events", async () => {
+  const example = markdownSnippets(join(PACKAGE_ROOT, "README.md")).find((s) => s.tags.includes("app"));
+  assert.ok(example, "README.md has the library example");
+  // Express as the app would install it; linked from this repository to spare a second registry install.
+  await symlink(
+    join(PACKAGE_ROOT, "node_modules", "express"),
+    join(app.dir, "node_modules", "express"),
+    "dir",
+  );
+  const file = join(app.dir, "server.ts");
+  await writeFile(file, example.code);
+  await checkStripeApp(["--import", import.meta.resolve("tsx"), file], { cwd: app.dir });
 });
