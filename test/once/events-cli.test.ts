@@ -1,6 +1,5 @@
 // `hookledger events list|show|retry|requeue` as users run them: the built binary against a seeded ledger.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { after, before, test } from "node:test";
 import { runCli } from "../helpers/cli.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
@@ -11,7 +10,6 @@ const DAY = 86_400;
 let t: TestLedger;
 let env: NodeJS.ProcessEnv;
 before(async () => {
-  execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" });
   t = await freshLedger();
   env = { ...process.env, DATABASE_URL: t.url, HOOKLEDGER_SCHEMA: t.schema };
   await seedEvents(t.pool, t.ledger, [

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +10,6 @@ import { claimTestEvent } from "../helpers/events.js";
 let t: TestLedger;
 let cwd: string;
 before(async () => {
-  execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" });
   t = await freshLedger();
   // An empty directory: no hookledger.config.mjs, so the demo config (sources stripe and github) applies.
   cwd = await mkdtemp(join(tmpdir(), "hookledger-prune-"));
