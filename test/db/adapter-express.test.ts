@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import express5, { type Express } from "express";
 import express4 from "express4";
 import { assertNoBodyParserBefore, createExpressHandler } from "hookledger/express";
-import { createLogger } from "../../src/log.js";
+import { createLogger } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {
   ledgerCounts,

@@ -4,10 +4,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import fastify5, { type FastifyInstance } from "fastify";
 import fastify4 from "fastify4";
-import { createReceiver } from "../../src/edge/receiver.js";
+import { createReceiver } from "hookledger";
 import { createFastifyHandler } from "hookledger/fastify";
-import { createLogger, silentLogger } from "../../src/log.js";
-import { stripeProvider } from "../../src/providers/stripe.js";
+import { createLogger, silentLogger } from "hookledger";
+import { stripeProvider } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {
   ledgerCounts,

@@ -6,9 +6,9 @@ import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
-import { createFetchHandler } from "../../src/adapters/web/receiver.js";
-import { createHonoHandler } from "../../src/adapters/hono/receiver.js";
-import { createLogger } from "../../src/log.js";
+import { createFetchHandler } from "hookledger";
+import { createHonoHandler } from "hookledger/hono";
+import { createLogger } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {
   ledgerCounts,

@@ -2,10 +2,10 @@
 // claim committed.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { memorySeenCache } from "../../src/cache/memory.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
-import type { ReceiverOptions } from "../../src/edge/receiver.js";
-import type { DeliveryReport } from "../../src/edge/observer.js";
+import { memorySeenCache } from "hookledger";
+import { createPool, type Pool } from "hookledger";
+import type { ReceiverOptions } from "hookledger";
+import type { DeliveryReport } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { ledgerCounts } from "../helpers/http.js";
 import { freePort } from "../helpers/net.js";

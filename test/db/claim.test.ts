@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import pg from "pg";
-import { claimEvent } from "../../src/ledger/claim.js";
+import { claimEvent } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 

@@ -5,8 +5,8 @@ import { after, before, test } from "node:test";
 import { claimTestEvent } from "../helpers/events.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { seedDead, seedEvents } from "../helpers/ledger-rows.js";
-import { getEvent, listEvents } from "../../src/ledger/inspect.js";
-import { retryEvents } from "../../src/ledger/retry.js";
+import { getEvent, listEvents } from "hookledger";
+import { retryEvents } from "hookledger";
 import { countRequeue, requeueEvents } from "../../src/ledger/requeue.js";
 
 let t: TestLedger;

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, test } from "node:test";
-import { createFetchHandler } from "../../src/adapters/web/receiver.js";
+import { createFetchHandler } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { ledgerCounts, NOW_S, stripeBody, stripeHeaders, testReceiver } from "../helpers/http.js";
 

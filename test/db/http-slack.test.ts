@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { after, before, test } from "node:test";
-import { createReceiver } from "../../src/edge/receiver.js";
-import { silentLogger } from "../../src/log.js";
-import { slackProvider } from "../../src/providers/slack.js";
+import { createReceiver } from "hookledger";
+import { silentLogger } from "hookledger";
+import { slackProvider } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { ledgerCounts, NOW_S, open, type Reply, send, serve } from "../helpers/http.js";
 

@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import { createServer, type Server, type Socket } from "node:net";
 import { after, before, test } from "node:test";
-import { createPool, type Pool } from "../../src/db/pool.js";
-import { ledgerContext } from "../../src/ledger/context.js";
+import { createPool, type Pool } from "hookledger";
+import { ledgerContext } from "hookledger";
 import { type Reply, send, serve, stripeBody, stripeHeaders, testReceiver } from "../helpers/http.js";
 
 const ledger = ledgerContext("hookledger_unreachable");

@@ -8,8 +8,8 @@ import express5, { type ErrorRequestHandler, type Express, type Request, type Re
 import express4 from "express4";
 import { createExpressGuard } from "hookledger/express";
 import Stripe from "stripe";
-import type { InlineTicket } from "../../src/edge/inline/types.js";
-import { silentLogger } from "../../src/log.js";
+import type { InlineTicket } from "hookledger";
+import { silentLogger } from "hookledger";
 import { waitFor } from "../helpers/db.js";
 import { NOW_S, type Reply, STRIPE_SECRETS, send, stripeBody, stripeHeaders } from "../helpers/http.js";
 import { inlineBed } from "../helpers/inline-bed.js";

@@ -3,7 +3,7 @@
 // retry among many racing ones), and a database outage answers 503 without running the handler.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createPool } from "../../src/db/pool.js";
+import { createPool } from "hookledger";
 import { waitFor } from "../helpers/db.js";
 import { ledgerCounts, stripeBody } from "../helpers/http.js";
 import { inlineBed } from "../helpers/inline-bed.js";

@@ -3,9 +3,9 @@
 // flips the mode on the same ledger without a migration.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { withTransaction } from "../../src/db/pool.js";
-import type { NodeGuardedHandler } from "../../src/adapters/node/guard.js";
-import type { DeliveryReport } from "../../src/edge/observer.js";
+import { withTransaction } from "hookledger";
+import type { NodeGuardedHandler } from "hookledger";
+import type { DeliveryReport } from "hookledger";
 import { pickEvent } from "../../src/ledger/pick.js";
 import { waitFor } from "../helpers/db.js";
 import { ledgerCounts, send, stripeBody, githubHeaders } from "../helpers/http.js";

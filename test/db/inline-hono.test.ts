@@ -9,7 +9,7 @@ import { type Context, Hono } from "hono";
 import { createFetchGuard } from "hookledger";
 import { createHonoGuard, type HonoGuardEnv } from "hookledger/hono";
 import Stripe from "stripe";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger } from "hookledger";
 import { waitFor } from "../helpers/db.js";
 import { NOW_S, type Reply, STRIPE_SECRETS, send, stripeBody, stripeHeaders } from "../helpers/http.js";
 import { inlineBed } from "../helpers/inline-bed.js";

@@ -3,14 +3,14 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { register as globalRegistry, type Registry } from "prom-client";
-import { memorySeenCache } from "../../src/cache/memory.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
-import { createReceiver, type ReceiverOptions } from "../../src/edge/receiver.js";
-import { silentLogger } from "../../src/log.js";
-import { createMetrics, type Metrics } from "../../src/observability/metrics.js";
-import { stripeProvider } from "../../src/providers/stripe.js";
-import { Handlers } from "../../src/worker/handlers.js";
-import { startWorker } from "../../src/worker/worker.js";
+import { memorySeenCache } from "hookledger";
+import { createPool, type Pool } from "hookledger";
+import { createReceiver, type ReceiverOptions } from "hookledger";
+import { silentLogger } from "hookledger";
+import { createMetrics, type Metrics } from "hookledger";
+import { stripeProvider } from "hookledger";
+import { Handlers } from "hookledger";
+import { startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 import {

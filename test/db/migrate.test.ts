@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { after, test } from "node:test";
 import { loadMigrations, migrate, migrationsCurrent } from "../../src/db/migrate.js";
-import { createPool } from "../../src/db/pool.js";
+import { createPool } from "hookledger";
 import { runCli } from "../helpers/cli.js";
 import { testDatabaseUrl } from "../helpers/db.js";
 import { dumpSchema } from "../helpers/schema.js";

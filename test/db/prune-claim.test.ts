@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { claimInline } from "../../src/ledger/inline-claim.js";
-import { runPrune } from "../../src/prune/run.js";
+import { runPrune } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 import { ledgerCounts, send, serve, stripeBody, stripeHeaders, testReceiver } from "../helpers/http.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { PruneRefused, runPrune } from "../../src/prune/run.js";
+import { PruneRefused, runPrune } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 

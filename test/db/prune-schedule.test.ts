@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { silentLogger } from "../../src/log.js";
-import { PruneRefused } from "../../src/prune/run.js";
-import { startPruner } from "../../src/prune/schedule.js";
+import { silentLogger } from "hookledger";
+import { PruneRefused } from "hookledger";
+import { startPruner } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { claimEvent } from "../../src/ledger/claim.js";
-import { silentLogger } from "../../src/log.js";
-import { stripeEventFromJson } from "../../src/providers/stripe.js";
-import { startReconciler } from "../../src/replay/reconciler.js";
-import type { ReplayReport } from "../../src/replay/report.js";
-import { replayStripe, type StripeReplayOptions } from "../../src/replay/stripe.js";
+import { claimEvent } from "hookledger";
+import { silentLogger } from "hookledger";
+import { stripeEventFromJson } from "hookledger";
+import { startReconciler } from "hookledger";
+import type { ReplayReport } from "hookledger";
+import { replayStripe, type StripeReplayOptions } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { type FakeEvent, fakeEvent, startFakeStripe } from "../helpers/fake-stripe.js";
 

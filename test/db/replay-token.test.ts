@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { createReceiver } from "../../src/edge/receiver.js";
-import { createFetchHandler } from "../../src/adapters/web/receiver.js";
-import { REPLAY_TOKEN_HEADER } from "../../src/edge/replay-token.js";
-import { silentLogger } from "../../src/log.js";
-import { githubProvider } from "../../src/providers/github.js";
-import { stripeProvider } from "../../src/providers/stripe.js";
-import { replayStripe } from "../../src/replay/stripe.js";
+import { createReceiver } from "hookledger";
+import { createFetchHandler } from "hookledger";
+import { REPLAY_TOKEN_HEADER } from "hookledger";
+import { silentLogger } from "hookledger";
+import { githubProvider } from "hookledger";
+import { stripeProvider } from "hookledger";
+import { replayStripe } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { fakeEvent, startFakeStripe } from "../helpers/fake-stripe.js";
 import {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { resolveConfig } from "../../src/config/validate.js";
-import { silentLogger } from "../../src/log.js";
-import { startService } from "../../src/service.js";
+import { resolveConfig } from "hookledger";
+import { silentLogger } from "hookledger";
+import { startService } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { fakeEvent, startFakeStripe } from "../helpers/fake-stripe.js";
 import { seedEvents } from "../helpers/ledger-rows.js";

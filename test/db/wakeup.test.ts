@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import pg from "pg";
-import { createReceiver } from "../../src/edge/receiver.js";
-import { silentLogger } from "../../src/log.js";
-import { githubProvider } from "../../src/providers/github.js";
-import { Handlers } from "../../src/worker/handlers.js";
-import { startWorker } from "../../src/worker/worker.js";
+import { createReceiver } from "hookledger";
+import { silentLogger } from "hookledger";
+import { githubProvider } from "hookledger";
+import { Handlers } from "hookledger";
+import { startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { sign } from "@octokit/webhooks-methods";
 

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createPool, type Pool } from "../../src/db/pool.js";
-import { silentLogger } from "../../src/log.js";
-import { Handlers } from "../../src/worker/handlers.js";
-import { startWorker, type Worker, type WorkerOptions } from "../../src/worker/worker.js";
+import { createPool, type Pool } from "hookledger";
+import { silentLogger } from "hookledger";
+import { Handlers } from "hookledger";
+import { startWorker, type Worker, type WorkerOptions } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
-import { createPool } from "../../src/db/pool.js";
-import { silentLogger } from "../../src/log.js";
-import { Handlers } from "../../src/worker/handlers.js";
-import { startWorker } from "../../src/worker/worker.js";
+import { createPool } from "hookledger";
+import { silentLogger } from "hookledger";
+import { Handlers } from "hookledger";
+import { startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 

@@ -1,7 +1,7 @@
-import { createReceiver, type ReceiverOptions } from "../../src/edge/receiver.js";
+import { createReceiver, type ReceiverOptions } from "hookledger";
 import type { LedgerContext, Queryable } from "../../src/ledger/context.js";
-import { silentLogger } from "../../src/log.js";
-import { stripeProvider } from "../../src/providers/stripe.js";
+import { silentLogger } from "hookledger";
+import { stripeProvider } from "hookledger";
 import { NOW_S, STRIPE_CAP, STRIPE_SECRETS, send, serve, stripeBody, stripeHeaders } from "./http.js";
 
 /** A real pool that counts the queries sent through it. */

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { migrate } from "../../src/db/migrate.js";
-import { createPool, type Pool, type PoolRole } from "../../src/db/pool.js";
-import { type LedgerContext, ledgerContext } from "../../src/ledger/context.js";
+import { migrate } from "hookledger";
+import { createPool, type Pool, type PoolRole } from "hookledger";
+import { type LedgerContext, ledgerContext } from "hookledger";
 
 /**
  * The database the DB suites run against: the system PostgreSQL 15 by default; `scripts/test.mjs` runs them a

@@ -1,6 +1,6 @@
-import { claimEvent, type ClaimResult } from "../../src/ledger/claim.js";
+import { claimEvent, type ClaimResult } from "hookledger";
 import type { LedgerContext, Queryable } from "../../src/ledger/context.js";
-import type { EntityRef, ParsedEvent } from "../../src/providers/types.js";
+import type { EntityRef, ParsedEvent } from "hookledger";
 
 /** Claims a synthetic event straight into the ledger (the HTTP edge is tested elsewhere). */
 export function claimTestEvent(

@@ -2,12 +2,12 @@ import type { AddressInfo } from "node:net";
 import { type ClientRequest, createServer, type IncomingHttpHeaders, request } from "node:http";
 import { sign } from "@octokit/webhooks-methods";
 import Stripe from "stripe";
-import { createReceiver, type Receiver, type ReceiverOptions } from "../../src/edge/receiver.js";
-import { createNodeHandler } from "../../src/adapters/node/receiver.js";
+import { createReceiver, type Receiver, type ReceiverOptions } from "hookledger";
+import { createNodeHandler } from "hookledger";
 import type { LedgerContext, Queryable } from "../../src/ledger/context.js";
-import { silentLogger } from "../../src/log.js";
-import { githubProvider } from "../../src/providers/github.js";
-import { stripeProvider } from "../../src/providers/stripe.js";
+import { silentLogger } from "hookledger";
+import { githubProvider } from "hookledger";
+import { stripeProvider } from "hookledger";
 
 /** The receiver's clock is pinned, so timestamps 301 s off stay 301 s off however slow the machine is. */
 export const NOW_S = Math.floor(Date.now() / 1000);

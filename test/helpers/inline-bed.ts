@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
-import type { Pool } from "../../src/db/pool.js";
-import type { NodeGuardedHandler } from "../../src/adapters/node/guard.js";
-import { createInlineGuard, type InlineGuardOptions } from "../../src/edge/inline/guard.js";
-import type { InlineGuard, InlineMode } from "../../src/edge/inline/types.js";
-import { silentLogger } from "../../src/log.js";
+import type { Pool } from "hookledger";
+import type { NodeGuardedHandler } from "hookledger";
+import { createInlineGuard, type InlineGuardOptions } from "hookledger";
+import type { InlineGuard, InlineMode } from "hookledger";
+import { silentLogger } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "./db.js";
 import { NOW_S, type Reply, STRIPE_SECRETS, send, stripeHeaders } from "./http.js";
 import { inlineSources, serveInline } from "./inline.js";

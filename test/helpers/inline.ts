@@ -1,15 +1,11 @@
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Source } from "../../src/edge/receiver.js";
-import {
-  createNodeGuard,
-  type NodeGuardedHandler,
-  type NodeGuardOptions,
-} from "../../src/adapters/node/guard.js";
-import type { InlineGuard } from "../../src/edge/inline/types.js";
-import { silentLogger } from "../../src/log.js";
-import { githubProvider } from "../../src/providers/github.js";
-import { stripeProvider } from "../../src/providers/stripe.js";
+import type { Source } from "hookledger";
+import { createNodeGuard, type NodeGuardedHandler, type NodeGuardOptions } from "hookledger";
+import type { InlineGuard } from "hookledger";
+import { silentLogger } from "hookledger";
+import { githubProvider } from "hookledger";
+import { stripeProvider } from "hookledger";
 import { GITHUB_SECRET, STRIPE_CAP, STRIPE_SECRETS } from "./http.js";
 
 /** The sources of the HTTP contract tests (stripe capped at 4096 bytes, github), for an inline guard. */

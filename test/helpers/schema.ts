@@ -1,4 +1,4 @@
-import type { Pool } from "../../src/db/pool.js";
+import type { Pool } from "hookledger";
 
 /**
  * A stable text dump of a schema's tables, columns, constraints and indexes, read from the catalogs (pg_dump is not

@@ -7,7 +7,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { createPool } from "../../src/db/pool.js";
+import { createPool } from "hookledger";
 import { runCli, startCli } from "../helpers/cli.js";
 import { testDatabaseUrl } from "../helpers/db.js";
 import { freePort } from "../helpers/net.js";

@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { createPool } from "../../src/db/pool.js";
+import { createPool } from "hookledger";
 import { type RunningCli, runCli, startCli } from "../helpers/cli.js";
 import { testDatabaseUrl } from "../helpers/db.js";
 import { freePort } from "../helpers/net.js";

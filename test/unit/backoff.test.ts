@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { defaultRetryPolicy, type RetryPolicy, retryDelay } from "../../src/worker/backoff.js";
+import { defaultRetryPolicy, type RetryPolicy, retryDelay } from "hookledger";
 
 const policy: RetryPolicy = { maxAttempts: 10, baseDelayMs: 1000, maxDelayMs: 60_000 };
 const nominal = (attempt: number) => Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { test } from "node:test";
-import { env } from "../../src/config/env.js";
-import type { HookledgerConfig } from "../../src/config/types.js";
-import { ConfigError, resolveConfig } from "../../src/config/validate.js";
-import type { GenericOptions } from "../../src/providers/generic.js";
+import { env } from "hookledger";
+import type { HookledgerConfig } from "hookledger";
+import { ConfigError, resolveConfig } from "hookledger";
+import type { GenericOptions } from "hookledger";
 
 function problemsOf(config: HookledgerConfig, environment: NodeJS.ProcessEnv = {}): readonly string[] {
   try {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { test } from "node:test";
-import { type AwardeeOptions, awardeeProvider } from "../../src/providers/awardee.js";
-import type { HeaderBag, VerifyResult } from "../../src/providers/types.js";
+import { type AwardeeOptions, awardeeProvider } from "hookledger";
+import type { HeaderBag, VerifyResult } from "hookledger";
 
 // Awardee publishes no SDK and no signature scheme, so the tests sign with node:crypto for each configured variant.
 const SECRET = "awardee-secret-current";

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { test } from "node:test";
 import { Webhook } from "standardwebhooks";
-import { type GenericOptions, genericProvider } from "../../src/providers/generic.js";
+import { type GenericOptions, genericProvider } from "hookledger";
 import { canonicalJson, parsePointer, resolvePointer } from "../../src/providers/json-pointer.js";
-import type { HeaderBag, VerifyResult } from "../../src/providers/types.js";
+import type { HeaderBag, VerifyResult } from "hookledger";
 
 // A generic source has no SDK of its own; node:crypto signs each configured variant, and the Standard Webhooks
 // reference library signs one configuration that mimics it, to show the template reproduces a real scheme.

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { sign } from "@octokit/webhooks-methods";
-import { githubProvider } from "../../src/providers/github.js";
-import type { HeaderBag, VerifyResult } from "../../src/providers/types.js";
+import { githubProvider } from "hookledger";
+import type { HeaderBag, VerifyResult } from "hookledger";
 
 const SECRET = "github-secret-current";
 const OLD_SECRET = "github-secret-old";

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { test } from "node:test";
 import { NodeRuntime, Webhooks } from "@paddle/paddle-node-sdk";
-import { paddleProvider } from "../../src/providers/paddle.js";
-import type { HeaderBag, VerifyResult } from "../../src/providers/types.js";
+import { paddleProvider } from "hookledger";
+import type { HeaderBag, VerifyResult } from "hookledger";
 
 // The SDK exposes verification only (`Webhooks.isSignatureValid`; `unmarshal` also builds typed entities, which
 // needs complete payloads), against the real clock; there is no signing helper. So headers are signed here with node:crypto as developer.paddle.com describes, and the SDK is

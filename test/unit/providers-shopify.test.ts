@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ApiVersion, LogSeverity, shopifyApi } from "@shopify/shopify-api";
 import { getHmac } from "@shopify/shopify-api/test-helpers";
-import { shopifyProvider } from "../../src/providers/shopify.js";
-import type { HeaderBag, VerifyResult } from "../../src/providers/types.js";
+import { shopifyProvider } from "hookledger";
+import type { HeaderBag, VerifyResult } from "hookledger";
 
 // Signatures come from @shopify/shopify-api's own test helper (`getHmac`: base64 HMAC-SHA256 of the body), and the
 // library's `webhooks.validate` is asked to agree with us on the same request.

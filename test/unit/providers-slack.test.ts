@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { test } from "node:test";
-import { slackProvider } from "../../src/providers/slack.js";
-import type { HeaderBag, VerifyResult } from "../../src/providers/types.js";
+import { slackProvider } from "hookledger";
+import type { HeaderBag, VerifyResult } from "hookledger";
 
 // Slack's worked example (api.slack.com/authentication/verifying-requests-from-slack), a slash command.
 const DOC_SECRET = "8f742231b10e8888abcd99yyyzzz85a5";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { standardProvider, standardSecretKey } from "../../src/providers/standard.js";
-import type { HeaderBag, VerifyResult } from "../../src/providers/types.js";
+import type { HeaderBag, VerifyResult } from "hookledger";
 
 // Secrets are base64 after `whsec_`, as the standard requires; these two are 24 random-looking bytes each.
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

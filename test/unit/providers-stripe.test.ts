@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import Stripe from "stripe";
-import { stripeProvider } from "../../src/providers/stripe.js";
-import type { HeaderBag, VerifyResult } from "../../src/providers/types.js";
+import { stripeProvider } from "hookledger";
+import type { HeaderBag, VerifyResult } from "hookledger";
 
 const stripe = new Stripe("sk_test_x");
 const SECRET = "whsec_test_current";

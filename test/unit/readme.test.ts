@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { test } from "node:test";
-import type { SourceConfig } from "../../src/config/types.js";
-import { resolveConfig } from "../../src/config/validate.js";
+import type { SourceConfig } from "hookledger";
+import { resolveConfig } from "hookledger";
 
 // The README's per-provider recipes are code users paste: every one of them must pass validation.
 test("the README's provider recipes all validate", async () => {
