@@ -1,6 +1,6 @@
 import type { ClientConfig } from "pg";
 import type { HookledgerConfig, SourceConfig } from "./config/types.js";
-import { resolveConfig } from "./config/validate.js";
+import { resolveConfig, workerTuning } from "./config/validate.js";
 import { migrate } from "./db/migrate.js";
 import { createPool, type Pool } from "./db/pool.js";
 import { createInlineGuard } from "./edge/inline/guard.js";
@@ -208,10 +208,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
         ledger,
         handlers,
         log,
-        concurrency: config.worker.concurrency,
-        pollIntervalMs: config.worker.pollIntervalMs,
-        handlerTimeoutMs: config.worker.handlerTimeoutMs,
-        retry: config.worker.retry,
+        ...workerTuning(config),
         onAttempt: metrics.onAttempt,
       });
       return worker;

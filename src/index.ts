@@ -17,6 +17,7 @@ export type { ResolvedDatabase } from "./config/database.js";
 export {
   type CreatePoolOptions,
   createPool,
+  isHookledgerPool,
   type Pool,
   type PoolClient,
   type PoolRole,

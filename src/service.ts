@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { layeredSeenCache } from "./cache/layered.js";
 import { memorySeenCache } from "./cache/memory.js";
 import { redisSeenCache } from "./cache/redis.js";
-import type { ResolvedConfig } from "./config/validate.js";
+import { type ResolvedConfig, workerTuning } from "./config/validate.js";
 import { startEmbeddedPostgres, writeConnectionFile } from "./db/embedded.js";
 import { migrate } from "./db/migrate.js";
 import { createPool, type Pool } from "./db/pool.js";
@@ -107,10 +107,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         ledger,
         handlers: config.handlers,
         log,
-        concurrency: config.worker.concurrency,
-        pollIntervalMs: config.worker.pollIntervalMs,
-        handlerTimeoutMs: config.worker.handlerTimeoutMs,
-        retry: config.worker.retry,
+        ...workerTuning(config),
         onAttempt: metrics.onAttempt,
       });
       const running = worker;

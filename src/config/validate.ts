@@ -194,3 +194,14 @@ function unknownHandlerSources(handlers: Handlers, sources: readonly { name?: un
         `handlers: no source named '${source}' (handlers for it will never run); sources are ${names.join(", ")}`,
     );
 }
+
+/**
+ * The worker settings of a resolved configuration, as `startWorker` takes them.
+ *
+ * @example
+ * startWorker({ pool, connectionString, ledger, handlers, log, ...workerTuning(config) });
+ */
+export function workerTuning(config: Pick<ResolvedConfig, "worker">) {
+  const { concurrency, pollIntervalMs, handlerTimeoutMs, retry } = config.worker;
+  return { concurrency, pollIntervalMs, handlerTimeoutMs, retry };
+}

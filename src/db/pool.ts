@@ -75,11 +75,11 @@ export function createPool(options: CreatePoolOptions): Pool {
 /**
  * Whether `db` is a pool made by {@link createPool}, whose sessions are pinned to READ COMMITTED and
  * `synchronous_commit=on`. The claim runs in autocommit on such a pool, and in an explicit transaction that sets
- * both on any other pool (your own `new (pg().Pool)()`, library mode).
+ * both on any other pool (your own `new pg.Pool()`, library mode).
  *
  * @example
  * isHookledgerPool(createPool({ connectionString, role: "ingest" })); // true
- * isHookledgerPool(new (pg().Pool)({ connectionString })); // false
+ * isHookledgerPool(new pg.Pool({ connectionString })); // false
  */
 export function isHookledgerPool(db: unknown): boolean {
   return typeof db === "object" && db !== null && ours.has(db);

@@ -4,10 +4,10 @@ import assert from "node:assert/strict";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import express5, { type Express } from "express";
-import express4 from "express4";
+import type { Express } from "express";
 import { assertNoBodyParserBefore, createExpressHandler } from "hookledger/express";
 import { createLogger } from "hookledger";
+import { expressMajors } from "../helpers/frameworks.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {
   ledgerCounts,
@@ -21,12 +21,7 @@ import {
   postChunkedPastCap,
 } from "../helpers/http.js";
 
-const majors = [
-  ["express 5", express5],
-  ["express 4", express4 as unknown as typeof express5],
-] as const;
-
-for (const [major, express] of majors)
+for (const [major, express] of expressMajors)
   describe(major, () => {
     let t: TestLedger;
     const servers: Server[] = [];

@@ -2,12 +2,12 @@
 // verifies next to the app's own parsers, and Fastify's bodyLimit never undercuts the source's cap.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import fastify5, { type FastifyInstance } from "fastify";
-import fastify4 from "fastify4";
+import type { FastifyInstance } from "fastify";
 import { createReceiver } from "hookledger";
 import { createFastifyHandler } from "hookledger/fastify";
 import { createLogger, silentLogger } from "hookledger";
 import { stripeProvider } from "hookledger";
+import { fastifyMajors } from "../helpers/frameworks.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import {
   ledgerCounts,
@@ -23,12 +23,8 @@ import {
 } from "../helpers/http.js";
 
 const BULK_CAP = 2 * 1024 * 1024;
-const majors = [
-  ["fastify 5", fastify5],
-  ["fastify 4", fastify4 as unknown as typeof fastify5],
-] as const;
 
-for (const [major, Fastify] of majors)
+for (const [major, Fastify] of fastifyMajors)
   describe(major, () => {
     let t: TestLedger;
     const apps: FastifyInstance[] = [];

@@ -4,43 +4,27 @@ import assert from "node:assert/strict";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
-import express5, { type ErrorRequestHandler, type Express, type Request, type Response } from "express";
-import express4 from "express4";
+import type { ErrorRequestHandler, Express, Request, Response } from "express";
 import { createExpressGuard } from "hookledger/express";
 import Stripe from "stripe";
 import type { InlineTicket } from "hookledger";
 import { silentLogger } from "hookledger";
-import { waitFor } from "../helpers/db.js";
-import { NOW_S, type Reply, STRIPE_SECRETS, send, stripeBody, stripeHeaders } from "../helpers/http.js";
+import { STRIPE_SECRETS, send, stripeBody, stripeHeaders, postStripe } from "../helpers/http.js";
+import { expressMajors } from "../helpers/frameworks.js";
 import { inlineBed } from "../helpers/inline-bed.js";
 
 const stripe = new Stripe("sk_test_x");
 
-/** A delivery signed again (`ageS` seconds ago), as a provider signs each retry. */
-const post = (url: string, payload: string, ageS = 0): Promise<Reply> =>
-  send(url, { headers: stripeHeaders(payload, STRIPE_SECRETS[0], NOW_S - ageS), body: payload });
+const post = postStripe;
 
-const majors = [
-  ["express 5", express5],
-  ["express 4", express4 as unknown as typeof express5],
-] as const;
-
-for (const [major, express] of majors)
+for (const [major, express] of expressMajors)
   describe(major, () => {
     const bed = inlineBed();
     const guard = bed.guard;
     const row = bed.row;
     const settled = bed.settled;
     const assertDuplicate = bed.assertDuplicate;
-    const failed = (id: string) =>
-      waitFor(
-        `${id} to fail`,
-        async () => {
-          const r = await row(id);
-          return r?.status === "inline" && r.attempts === 1;
-        },
-        10_000,
-      );
+    const failed = bed.failed;
 
     async function listenExpress(app: Express): Promise<string> {
       const server = await new Promise<Server>((resolve) => {

@@ -2,46 +2,22 @@
 // over real HTTP: the route keeps its own parser, the event settles on a success and fails on a thrown handler.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import fastify5, { type FastifyInstance } from "fastify";
-import fastify4 from "fastify4";
+import type { FastifyInstance } from "fastify";
 import { createFastifyGuard, inlineTicket } from "hookledger/fastify";
-import { waitFor } from "../helpers/db.js";
-import {
-  githubHeaders,
-  NOW_S,
-  type Reply,
-  STRIPE_SECRETS,
-  send,
-  stripeBody,
-  stripeHeaders,
-} from "../helpers/http.js";
+import { githubHeaders, send, stripeBody, postStripe } from "../helpers/http.js";
+import { fastifyMajors } from "../helpers/frameworks.js";
 import { inlineBed } from "../helpers/inline-bed.js";
 
-/** A delivery signed again (`ageS` seconds ago), as a provider signs each retry. */
-const post = (url: string, payload: string, ageS = 0): Promise<Reply> =>
-  send(url, { headers: stripeHeaders(payload, STRIPE_SECRETS[0], NOW_S - ageS), body: payload });
+const post = postStripe;
 
-const majors = [
-  ["fastify 5", fastify5],
-  ["fastify 4", fastify4 as unknown as typeof fastify5],
-] as const;
-
-for (const [major, Fastify] of majors)
+for (const [major, Fastify] of fastifyMajors)
   describe(major, () => {
     const bed = inlineBed();
     const guard = bed.guard;
     const row = bed.row;
     const settled = bed.settled;
     const assertDuplicate = bed.assertDuplicate;
-    const failed = (id: string) =>
-      waitFor(
-        `${id} to fail`,
-        async () => {
-          const r = await row(id);
-          return r?.status === "inline" && r.attempts === 1;
-        },
-        10_000,
-      );
+    const failed = bed.failed;
 
     async function listenFastify(app: FastifyInstance): Promise<string> {
       bed.closeLater(() => app.close());

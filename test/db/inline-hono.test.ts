@@ -10,8 +10,7 @@ import { createFetchGuard } from "hookledger";
 import { createHonoGuard, type HonoGuardEnv } from "hookledger/hono";
 import Stripe from "stripe";
 import { silentLogger } from "hookledger";
-import { waitFor } from "../helpers/db.js";
-import { NOW_S, type Reply, STRIPE_SECRETS, send, stripeBody, stripeHeaders } from "../helpers/http.js";
+import { STRIPE_SECRETS, send, stripeBody, stripeHeaders, postStripe } from "../helpers/http.js";
 import { inlineBed } from "../helpers/inline-bed.js";
 
 const bed = inlineBed();
@@ -27,19 +26,9 @@ async function listen(app: Hono<HonoGuardEnv>): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** A delivery signed again (`ageS` seconds ago), as a provider signs each retry. */
-const post = (url: string, payload: string, ageS = 0): Promise<Reply> =>
-  send(url, { headers: stripeHeaders(payload, STRIPE_SECRETS[0], NOW_S - ageS), body: payload });
+const post = postStripe;
 
-const failed = (id: string, attempts = 1) =>
-  waitFor(
-    `${id} to fail`,
-    async () => {
-      const row = await bed.row(id);
-      return row?.status === "inline" && row.attempts === attempts;
-    },
-    10_000,
-  );
+const failed = bed.failed;
 
 test("createHonoGuard (enforce): the handler reads the verified bytes through c.req.json/text/arrayBuffer and c.req.raw, the ticket through c.get; settles; the duplicate skips it", async () => {
   const calls: unknown[] = [];

@@ -138,6 +138,16 @@ export function send(
   return reply;
 }
 
+/**
+ * A Stripe delivery of `payload` to `url`, signed again `ageS` seconds ago as a provider signs each retry.
+ *
+ * @example
+ * const reply = await postStripe(`${server.url}/webhooks/stripe`, stripeBody("evt_1"));
+ */
+export function postStripe(url: string, payload: string, ageS = 0): Promise<Reply> {
+  return send(url, { headers: stripeHeaders(payload, STRIPE_SECRETS[0], NOW_S - ageS), body: payload });
+}
+
 /** Rows for one event: in `events` (by source, or in any source) and its duplicate count. */
 export async function ledgerCounts(
   db: Queryable,

@@ -6,7 +6,7 @@ import { createInlineGuard, type InlineGuardOptions } from "hookledger";
 import type { InlineGuard, InlineMode } from "hookledger";
 import { silentLogger } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "./db.js";
-import { NOW_S, type Reply, STRIPE_SECRETS, send, stripeHeaders } from "./http.js";
+import { NOW_S, postStripe, type Reply } from "./http.js";
 import { inlineSources, serveInline } from "./inline.js";
 
 /** An inline event's row, as the tests look at it. */
@@ -81,10 +81,18 @@ export function inlineBed() {
     },
     /** A Stripe delivery of `payload`, signed again `ageS` seconds ago as a provider signs each retry. */
     post(url: string, payload: string, ageS = 0): Promise<Reply> {
-      return send(`${url}/webhooks/stripe`, {
-        headers: stripeHeaders(payload, STRIPE_SECRETS[0], NOW_S - ageS),
-        body: payload,
-      });
+      return postStripe(`${url}/webhooks/stripe`, payload, ageS);
+    },
+    /** Waits until the inline row has failed `attempts` times and waits for the provider's next delivery. */
+    failed(id: string, attempts = 1): Promise<void> {
+      return waitFor(
+        `${id} to fail`,
+        async () => {
+          const found = await row(id);
+          return found?.status === "inline" && found.attempts === attempts;
+        },
+        10_000,
+      );
     },
     row,
     /** The row without its lease: a settled row keeps its last lease, which then means nothing. */

@@ -1,9 +1,9 @@
+import { receiveNode } from "../node/io.js";
 import type { Application, Request, RequestHandler } from "express";
 import { type Answer, answerError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
-import { nodeBody, nodeBodyState, nodeHeaders, writeAnswer } from "../node/io.js";
+import { writeAnswer } from "../node/io.js";
 import { sourceFromPath } from "../../edge/route.js";
 
 /**
@@ -70,17 +70,7 @@ async function answer(
   source: string | undefined,
 ): Promise<Answer> {
   if (source === undefined) return answerError("not_found");
-  const state = nodeBodyState(req);
-  if (state.kind === "parsed" && req.method === "POST") {
-    logBodyParsed(log, "express", { source, parsedAs: state.parsedAs });
-    return bodyParsedAnswer("express");
-  }
-  return receiver.receive({
-    method: req.method,
-    source,
-    headers: nodeHeaders(req),
-    body: nodeBody(req, state),
-  });
+  return receiveNode(receiver, log, "express", req, source);
 }
 
 const pathOf = (url: string): string => url.split("?")[0] ?? "/";

@@ -1,9 +1,9 @@
+import { receiveWeb } from "../web/io.js";
 import type { Context } from "hono";
 import { type Answer, answerError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
-import { toResponse, webBody, webBodyState } from "../web/io.js";
+import { toResponse } from "../web/io.js";
 import { sourceFromPath } from "../../edge/route.js";
 
 /**
@@ -54,16 +54,5 @@ export function createHonoHandler(receiver: Receiver, options: HonoHandlerOption
 async function answerFor(receiver: Receiver, log: Logger, c: Context, basePath: string): Promise<Answer> {
   const source = c.req.param("source") ?? sourceFromPath(c.req.path, basePath);
   if (source === undefined) return answerError("not_found");
-  const request = c.req.raw;
-  const state = await webBodyState(request, c.req.bodyCache);
-  if (state.kind === "parsed" && request.method === "POST") {
-    logBodyParsed(log, "hono", { source, parsedAs: state.parsedAs });
-    return bodyParsedAnswer("hono");
-  }
-  return receiver.receive({
-    method: request.method,
-    source,
-    headers: request.headers,
-    body: webBody(request, state),
-  });
+  return receiveWeb(receiver, log, "hono", c.req.raw, source, { cached: c.req.bodyCache });
 }

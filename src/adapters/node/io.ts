@@ -1,5 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { BodyState } from "../../edge/parsed-body.js";
+import {
+  type BodyParserHost,
+  type BodyState,
+  bodyParsedAnswer,
+  logBodyParsed,
+} from "../../edge/parsed-body.js";
+import type { Receiver } from "../../edge/receiver.js";
+import type { Logger } from "../../log.js";
 import type { Answer } from "../../errors.js";
 import type { HeaderBag } from "../../providers/types.js";
 
@@ -90,5 +97,34 @@ export function responseSent(res: ServerResponse): Promise<boolean> {
   return new Promise((resolve) => {
     res.once("finish", () => resolve(true));
     res.once("close", () => resolve(res.writableFinished));
+  });
+}
+
+/**
+ * Hands a node request to the receiver: a body a parser already consumed is answered 500 naming `host`'s fix (and
+ * logged); otherwise the raw bytes go to `receiver.receive`.
+ *
+ * @example
+ * const answer = await receiveNode(receiver, receiver.log, "express", req, "stripe");
+ */
+export function receiveNode(
+  receiver: Receiver,
+  log: Logger,
+  host: BodyParserHost,
+  req: IncomingMessage,
+  source: string,
+  viaReplay = false,
+): Promise<Answer> {
+  const state = nodeBodyState(req);
+  if (state.kind === "parsed" && req.method === "POST") {
+    logBodyParsed(log, host, { source, parsedAs: state.parsedAs });
+    return Promise.resolve(bodyParsedAnswer(host));
+  }
+  return receiver.receive({
+    method: req.method ?? "GET",
+    source,
+    headers: nodeHeaders(req),
+    body: nodeBody(req, state),
+    ...(viaReplay && { viaReplay: true }),
   });
 }

@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Answer, answerError } from "../../errors.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
-import { nodeBody, nodeBodyState, nodeHeaders, writeAnswer } from "./io.js";
+import { receiveNode, writeAnswer } from "./io.js";
 import { routeFromPath } from "../../edge/route.js";
 
 /** Options of {@link createNodeHandler}. */
@@ -48,18 +47,6 @@ function answerFor(
   route: ReturnType<typeof routeFromPath>,
 ): Promise<Answer> {
   if (route === undefined) return Promise.resolve(answerError("not_found"));
-  const { source } = route;
   // A framework (Next.js pages API, Connect) may have parsed the body before this handler ran.
-  const state = nodeBodyState(req);
-  if (state.kind === "parsed" && req.method === "POST") {
-    logBodyParsed(receiver.log, "node", { source, parsedAs: state.parsedAs });
-    return Promise.resolve(bodyParsedAnswer("node"));
-  }
-  return receiver.receive({
-    method: req.method ?? "GET",
-    source,
-    headers: nodeHeaders(req),
-    body: nodeBody(req, state),
-    ...(route.viaReplay && { viaReplay: true }),
-  });
+  return receiveNode(receiver, receiver.log, "node", req, route.source, route.viaReplay);
 }

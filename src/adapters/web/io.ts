@@ -1,4 +1,11 @@
-import type { BodyState } from "../../edge/parsed-body.js";
+import {
+  type BodyParserHost,
+  type BodyState,
+  bodyParsedAnswer,
+  logBodyParsed,
+} from "../../edge/parsed-body.js";
+import type { Receiver } from "../../edge/receiver.js";
+import type { Logger } from "../../log.js";
 import type { Answer } from "../../errors.js";
 
 // The Web-standard (Request/Response) helpers the fetch and Hono adapters share.
@@ -63,5 +70,34 @@ export function toResponse(answer: Answer): Response {
   return new Response(answer.body === "" ? null : answer.body, {
     status: answer.status,
     headers: answer.headers,
+  });
+}
+
+/**
+ * Hands a Web Request to the receiver: a body something already read (and did not keep as bytes in `cached`) is
+ * answered 500 naming `host`'s fix (and logged); otherwise the raw bytes go to `receiver.receive`.
+ *
+ * @example
+ * const answer = await receiveWeb(receiver, receiver.log, "fetch", request, "stripe");
+ */
+export async function receiveWeb(
+  receiver: Receiver,
+  log: Logger,
+  host: BodyParserHost,
+  request: Request,
+  source: string,
+  options: { readonly cached?: Parameters<typeof webBodyState>[1]; readonly viaReplay?: boolean } = {},
+): Promise<Answer> {
+  const state = await webBodyState(request, options.cached);
+  if (state.kind === "parsed" && request.method === "POST") {
+    logBodyParsed(log, host, { source, parsedAs: state.parsedAs });
+    return bodyParsedAnswer(host);
+  }
+  return receiver.receive({
+    method: request.method,
+    source,
+    headers: request.headers,
+    body: webBody(request, state),
+    ...(options.viaReplay && { viaReplay: true }),
   });
 }

@@ -1,7 +1,6 @@
+import { receiveWeb, toResponse } from "./io.js";
 import { type Answer, answerError } from "../../errors.js";
 import type { Receiver } from "../../edge/receiver.js";
-import { bodyParsedAnswer, logBodyParsed } from "../../edge/parsed-body.js";
-import { toResponse, webBody, webBodyState } from "./io.js";
 import { routeFromPath } from "../../edge/route.js";
 
 /** Options of {@link createFetchHandler}. */
@@ -46,16 +45,5 @@ async function answerFor(
   source: string,
   viaReplay: boolean,
 ): Promise<Answer> {
-  const state = await webBodyState(request);
-  if (state.kind === "parsed" && request.method === "POST") {
-    logBodyParsed(receiver.log, "fetch", { source, parsedAs: state.parsedAs });
-    return bodyParsedAnswer("fetch");
-  }
-  return receiver.receive({
-    method: request.method,
-    source,
-    headers: request.headers,
-    body: webBody(request, state),
-    ...(viaReplay && { viaReplay: true }),
-  });
+  return receiveWeb(receiver, receiver.log, "fetch", request, source, { viaReplay });
 }
