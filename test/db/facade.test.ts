@@ -44,6 +44,19 @@ const post = (base: string, id: string, extra: Record<string, unknown> = {}) => 
   return fetch(`${base}/webhooks/stripe`, { method: "POST", headers: stripeHeaders(body), body });
 };
 
+/** A hookledger on a schema of its own whose log records the test can read. */
+function loggedHookledger() {
+  const schema = newSchema();
+  const { log, lines } = recordingLog();
+  const hl = createHookledger({
+    connectionString: url,
+    schema,
+    sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_test_a"] }],
+    log,
+  });
+  return { schema, hl, lines };
+}
+
 /** A logger whose records the test can read. */
 function recordingLog() {
   const lines: { level: number; msg: string }[] = [];
@@ -95,14 +108,7 @@ test("createHookledger with Express: migrate, receive, apply in the worker and s
 });
 
 test("createHookledger on an unmigrated schema answers 503 and logs the command that fixes it", async () => {
-  const schema = newSchema();
-  const { log, lines } = recordingLog();
-  const hl = createHookledger({
-    connectionString: url,
-    schema,
-    sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_test_a"] }],
-    log,
-  });
+  const { schema, hl, lines } = loggedHookledger();
   const app = await expressApp(hl);
   try {
     const reply = await post(app.url, "evt_unmigrated");
@@ -117,14 +123,7 @@ test("createHookledger on an unmigrated schema answers 503 and logs the command 
 });
 
 test("createHookledger warns once when it accepts an event and no worker runs in the process", async () => {
-  const schema = newSchema();
-  const { log, lines } = recordingLog();
-  const hl = createHookledger({
-    connectionString: url,
-    schema,
-    sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_test_a"] }],
-    log,
-  });
+  const { schema, hl, lines } = loggedHookledger();
   await hl.migrate();
   const app = await expressApp(hl);
   try {

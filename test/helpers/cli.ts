@@ -1,3 +1,7 @@
+import { rm } from "node:fs/promises";
+import { after } from "node:test";
+import { createPool } from "hookledger";
+import { testDatabaseUrl } from "./db.js";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { resolve } from "node:path";
 
@@ -78,4 +82,22 @@ export function startCli(
       return exited;
     },
   };
+}
+
+/**
+ * Directories and ledger schemas a CLI test file creates, removed after the file's tests (register at top level).
+ *
+ * @example
+ * const { dirs, schemas } = cleanupAfter();
+ */
+export function cleanupAfter(): { dirs: string[]; schemas: string[] } {
+  const dirs: string[] = [];
+  const schemas: string[] = [];
+  after(async () => {
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+    const pool = createPool({ connectionString: testDatabaseUrl(), role: "admin", max: 1 });
+    for (const s of schemas) await pool.query(`drop schema if exists "${s}" cascade`);
+    await pool.end();
+  });
+  return { dirs, schemas };
 }

@@ -2,24 +2,16 @@
 // and its precedence, a port in use, and the listening line on stderr beside the JSON log on stdout.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test } from "node:test";
-import { createPool } from "hookledger";
-import { runCli, startCli } from "../helpers/cli.js";
+import { test } from "node:test";
+import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
 import { testDatabaseUrl } from "../helpers/db.js";
 import { freePort } from "../helpers/net.js";
 
-const dirs: string[] = [];
-const schemas: string[] = [];
-after(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-  const pool = createPool({ connectionString: testDatabaseUrl(), role: "admin", max: 1 });
-  for (const s of schemas) await pool.query(`drop schema if exists "${s}" cascade`);
-  await pool.end();
-});
+const { dirs, schemas } = cleanupAfter();
 
 const noStack = (text: string) => assert.doesNotMatch(text, /\n\s+at /, "no stack trace");
 

@@ -1,23 +1,16 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { createPool } from "hookledger";
 import { testDatabaseUrl } from "../helpers/db.js";
-import { runCli, startCli } from "../helpers/cli.js";
+import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
 import { freePort } from "../helpers/net.js";
 
-const dirs: string[] = [];
-const schemas: string[] = [];
-after(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-  const pool = createPool({ connectionString: testDatabaseUrl(), role: "admin", max: 1 });
-  for (const s of schemas) await pool.query(`drop schema if exists "${s}" cascade`);
-  await pool.end();
-});
+const { dirs, schemas } = cleanupAfter();
 async function tempDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "hookledger-cli-"));
   dirs.push(dir);
