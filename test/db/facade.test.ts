@@ -123,7 +123,7 @@ test("createHookledger on an unmigrated schema answers 503 and logs the command 
 });
 
 test("createHookledger warns once when it accepts an event and no worker runs in the process", async () => {
-  const { schema, hl, lines } = loggedHookledger();
+  const { hl, lines } = loggedHookledger();
   await hl.migrate();
   const app = await expressApp(hl);
   try {
