@@ -102,18 +102,18 @@ export interface Hookledger<M extends SourceMap = any> extends Receiver {
  *
  * @example
  * import http from "node:http";
- * import { createHookledger, createNodeHandler } from "hookledger";
+ * import { createHookledger, createNodeHandler, env } from "hookledger";
  *
  * const hl = createHookledger({
  *   connectionString: process.env.DATABASE_URL,
- *   sources: [{ name: "stripe", provider: "stripe", secrets: [process.env.STRIPE_WEBHOOK_SECRET ?? ""] }],
+ *   sources: [{ name: "stripe", provider: "stripe", secrets: [env("STRIPE_WEBHOOK_SECRET")] }],
  * }).on("stripe", "invoice.paid", async (ctx) => {
  *   await ctx.tx.query("update invoices set paid = true where stripe_id = $1", [ctx.event.entity?.id]);
  * });
  * await hl.migrate();
  * hl.startWorker();
- * http.createServer(createNodeHandler(hl)).listen(3000);
- * process.once("SIGTERM", () => void hl.close());
+ * const server = http.createServer(createNodeHandler(hl)).listen(3000);
+ * process.once("SIGTERM", () => server.close(() => void hl.close())); // then the process exits by itself
  */
 export function createHookledger<const Sources extends readonly SourceConfig[]>(
   options: HookledgerOptions & { readonly sources: Sources },
