@@ -15,6 +15,7 @@ import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { type Handler, Handlers } from "./worker/handlers.js";
 import type { PayloadOf, SourceEventType, SourceMap, SourceProviders } from "./worker/payloads.js";
 import { startWorker, type Worker } from "./worker/worker.js";
+import { createStatsObserver } from "./stats/observer.js";
 
 /**
  * Options of {@link createHookledger}: where the ledger lives, the sources and the handlers.
@@ -93,7 +94,10 @@ export interface Hookledger<M extends SourceMap = any> extends Receiver {
   migrate(): Promise<string[]>;
   /** Starts the worker in this process (once); `close()` stops it. */
   startWorker(): Worker;
-  /** Stops the worker (finishing in-flight events within `worker.shutdownGraceMs`) and closes the pools it opened. */
+  /**
+   * Stops the worker (finishing in-flight events within `worker.shutdownGraceMs`), writes the last delivery counts
+   * and closes the pools it opened.
+   */
   close(): Promise<void>;
 }
 
@@ -167,7 +171,9 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
       );
     },
   };
-  const observer = observers(metrics.observer, options.observer, workerHint);
+  // The per-minute counts behind `hookledger stats` (the duplicate rate a retrofit is judged by).
+  const stats = createStatsObserver({ db: admin, ledger, log });
+  const observer = observers(metrics.observer, stats, options.observer, workerHint);
   const receiver = createReceiver({
     sources: config.sources,
     db: ingest,
@@ -217,6 +223,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
       if (closed) return;
       closed = true;
       await worker?.stop(config.worker.shutdownGraceMs);
+      await stats.close();
       await Promise.all(owned.map((pool) => pool.end()));
     },
   };

@@ -27,8 +27,8 @@ Options:
   -h, --help      show this help
   -v, --version   print the version
 
-Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL, LOG_LEVEL;
-  METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port)
+Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL, LOG_LEVEL,
+  LOG_FORMAT, HOOKLEDGER_EMBEDDED_PORT; METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port)
 
 Examples:
   hookledger serve                          # the demo on an embedded Postgres

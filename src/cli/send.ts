@@ -86,7 +86,7 @@ export async function sendDemo(
   database: { url: string; schema: string } | undefined,
   out: (line: string) => void,
   post: (url: string, init: RequestInit) => Promise<Response> = fetch,
-) {
+): Promise<number> {
   const samples = demoSamples();
   const client = database ? new pg.Client({ connectionString: database.url }) : undefined;
   await client?.connect();
@@ -116,6 +116,7 @@ export async function sendDemo(
       await new Promise((r) => setTimeout(r, 100));
     }
   };
+  let refused = 0;
   try {
     for (const sample of samples) {
       const response = await post(`${baseUrl}/webhooks/${sample.source}`, {
@@ -125,11 +126,20 @@ export async function sendDemo(
       });
       const answer = await response.text();
       out(`POST /webhooks/${sample.source}  ${sample.label.padEnd(38)} → ${response.status} ${answer}`);
+      if (!response.ok) refused++;
       // The older update must reach the worker after the newer one was applied, or both may run at once and both
       // apply (the end state is the same; the demo wants to show the stale skip).
       if (client && sample.settleBeforeNext) await untilSettled([sample.id]);
     }
-    if (!client) return;
+    if (refused > 0) {
+      out("");
+      out(
+        `${refused} of ${samples.length} demo deliveries were refused: the demo signs with the demo's own secrets for ` +
+          "its sources 'stripe' and 'github'. For your own sources: hookledger send --source NAME --file EVENT.json",
+      );
+      return refused;
+    }
+    if (!client) return 0;
     const rows = await untilSettled([...new Set(samples.map((s) => s.id))]);
     out("");
     out("ledger after the worker ran:");
@@ -154,6 +164,7 @@ export async function sendDemo(
         `subscription ${row.subscription_id}: plan ${row.plan}, status ${row.status} (from ${row.updated_by_event}; the older update was skipped as stale)`,
       );
     }
+    return 0;
   } finally {
     await client?.end();
   }

@@ -60,7 +60,8 @@ let numbers: Intl.NumberFormat | undefined;
  * formatCount(4812); // "4,812"
  */
 export function formatCount(n: number): string {
-  return (numbers ??= new Intl.NumberFormat("en-US")).format(n);
+  numbers ??= new Intl.NumberFormat("en-US");
+  return numbers.format(n);
 }
 
 /**

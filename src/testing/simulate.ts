@@ -30,8 +30,16 @@ export type FetchTarget = (request: Request) => Promise<Response>;
  */
 export interface SimulateOptions {
   readonly events: readonly SimulatedEvent[];
-  /** The webhook URL (`…/webhooks/NAME`), or a fetch handler called with a `Request` to `http://simulator.test/`. */
+  /**
+   * The webhook URL (`…/webhooks/NAME`), or a fetch handler (such as `createFetchHandler(receiver)`) called with a
+   * `Request` to `http://simulator.test/webhooks/{source}`.
+   */
   readonly target: string | FetchTarget;
+  /**
+   * The source name in the path of a fetch-handler target's requests.
+   * @defaultValue the signer's provider (`"stripe"` for `sign: { provider: "stripe", … }`)
+   */
+  readonly source?: string;
   /**
    * How to sign: a signer (the source's provider and a secret) or a function; called once per attempt, so every
    * retry carries a fresh signature.
@@ -121,7 +129,8 @@ export async function simulateProvider(options: SimulateOptions): Promise<Simula
     }
   }
   const signer = typeof sign === "function" ? sign : (e: SimulatedEvent) => signDelivery({ ...sign, ...e });
-  const post = poster(options.target);
+  const source = options.source ?? (typeof options.sign === "function" ? undefined : options.sign.provider);
+  const post = poster(options.target, `http://simulator.test/webhooks/${source ?? ""}`);
   const retry = { maxAttempts: 5, baseDelayMs: 20, maxDelayMs: 1000, ...options.retry };
   const statuses: Record<number, number> = {};
   const acknowledged = new Set<number>();
@@ -167,14 +176,15 @@ export async function simulateProvider(options: SimulateOptions): Promise<Simula
   };
 }
 
-function poster(target: string | FetchTarget): (delivery: SignedDelivery) => Promise<number> {
+function poster(
+  target: string | FetchTarget,
+  handlerUrl: string,
+): (delivery: SignedDelivery) => Promise<number> {
   return async ({ headers, body }) => {
     const init = { method: "POST", headers, body };
     try {
       const response =
-        typeof target === "string"
-          ? await fetch(target, init)
-          : await target(new Request("http://simulator.test/", init));
+        typeof target === "string" ? await fetch(target, init) : await target(new Request(handlerUrl, init));
       // Drain the body so keep-alive connections are reused.
       await response.arrayBuffer().catch(() => undefined);
       return response.status;

@@ -105,6 +105,11 @@ test("createHookledger with Express: migrate, receive, apply in the worker and s
     await app.close();
     await hl.close();
   }
+  // close() wrote the delivery counts `hookledger stats` reads (the duplicate rate of a retrofit).
+  const { rows } = await admin.query(
+    `select sum(accepted)::int as accepted, sum(duplicates)::int as duplicates from "${schema}".delivery_stats`,
+  );
+  assert.deepEqual(rows, [{ accepted: 1, duplicates: 1 }]);
 });
 
 test("createHookledger on an unmigrated schema answers 503 and logs the command that fixes it", async () => {

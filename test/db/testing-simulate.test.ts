@@ -140,3 +140,19 @@ test("simulateProvider to a URL: retries past 503s with a fresh signature each t
   const rows = await rowsOf("evt_url");
   assert.equal(rows.size, 20);
 });
+
+test("simulateProvider with createFetchHandler itself as the target posts to /webhooks/{source}: every event claimed", async () => {
+  const events = stripeEvents("evt_handler", 8);
+  const report = await simulateProvider({
+    events,
+    target: fetchHandler,
+    source: "stripe",
+    sign: (event) =>
+      signDelivery({ provider: "stripe", secret: SECRET, body: event.body, timestamp: clock / 1000 }),
+  });
+  assert.equal(report.delivered, 8);
+  assert.deepEqual(report.undelivered, []);
+  assert.equal(report.statuses[404], undefined);
+  const claimed = await rowsOf("evt_handler");
+  assert.equal(claimed.size, 8);
+});

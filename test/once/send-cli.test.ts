@@ -145,6 +145,18 @@ test("hookledger send exits 1 on a non-2xx answer and prints it", async () => {
   assert.match(r.stdout, /→ 400 /);
 });
 
+test("hookledger send (the demo) against a service with other secrets exits 1 and says the demo signs with its own", async () => {
+  // No --config and an empty working directory: the demo's sources and secrets.
+  const r = await runCli(["send", "--url", url], {
+    env,
+    cwd: await mkdtemp(join(dir, "demo-")),
+  });
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, /→ 401 /);
+  assert.match(r.stdout, /demo deliveries were refused: the demo signs with the demo's own secrets/);
+  assert.doesNotMatch(r.stdout, /ledger after the worker ran/);
+});
+
 test("hookledger send with nothing listening says so and how to start it, exit 1, no stack", async () => {
   const port = await freePort();
   const r = await runCli(["send", "--config", config, "--source", "stripe", "--file", file("a.json")], {
@@ -153,13 +165,16 @@ test("hookledger send with nothing listening says so and how to start it, exit 1
   assert.equal(r.code, 1);
   assert.equal(
     r.stderr.trim(),
-    `hookledger: nothing is listening on http://127.0.0.1:${port}; start it with \`npm start\` (or \`hookledger serve\`)`,
+    `hookledger: nothing is listening on http://127.0.0.1:${port}; start it with \`npx hookledger serve\` (in the hookledger repository: \`npm start\`)`,
   );
   const demo = await runCli(["send", "--url", `http://127.0.0.1:${port}`], {
     env: { ...env, DATABASE_URL: "" },
   });
   assert.equal(demo.code, 1);
-  assert.match(demo.stderr, /nothing is listening on http:\/\/127\.0\.0\.1:\d+; start it with `npm start`/);
+  assert.match(
+    demo.stderr,
+    /nothing is listening on http:\/\/127\.0\.0\.1:\d+; start it with `npx hookledger serve` \(in the hookledger repository: `npm start`\)/,
+  );
   noStack(demo.stderr);
 });
 

@@ -77,13 +77,13 @@ export const command: Command = {
     if (files.length === 0) {
       const databaseUrl = await commandDatabaseUrl(loaded.config).catch(() => undefined);
       const database = databaseUrl ? { url: databaseUrl, schema: loaded.config.schema } : undefined;
-      await sendDemo(
+      const refused = await sendDemo(
         base,
         database,
         (line) => io.out(`${line}\n`),
         (url, init) => post(base, url, init),
       );
-      return 0;
+      return refused > 0 ? 1 : 0;
     }
     const name = values.source;
     if (name === undefined) throw new CliError("--file needs --source NAME: the source to sign for", 2);
@@ -192,7 +192,7 @@ async function post(base: string, url: string, init: RequestInit): Promise<Respo
     const code = ((error as Error).cause as { code?: string } | undefined)?.code;
     if (code === "ECONNREFUSED") {
       throw new CliError(
-        `nothing is listening on ${base}; start it with \`npm start\` (or \`hookledger serve\`)`,
+        `nothing is listening on ${base}; start it with \`npx hookledger serve\` (in the hookledger repository: \`npm start\`)`,
       );
     }
     throw new CliError(`could not POST to ${url}: ${(error as Error).message}`);

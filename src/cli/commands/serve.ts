@@ -18,7 +18,7 @@ Options:
   -h, --help      show this help
 
 Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL,
-  LOG_LEVEL
+  LOG_LEVEL, LOG_FORMAT (json | pretty), HOOKLEDGER_EMBEDDED_PORT (the demo's embedded Postgres)
 
 Examples:
   hookledger serve                                   # the demo on an embedded Postgres

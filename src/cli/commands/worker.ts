@@ -14,7 +14,7 @@ Options:
   --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)
   -h, --help      show this help
 
-Environment: DATABASE_URL, HOOKLEDGER_SCHEMA, LOG_LEVEL; METRICS_PORT serves /metrics, /healthz and /readyz on
+Environment: DATABASE_URL, HOOKLEDGER_SCHEMA, LOG_LEVEL, LOG_FORMAT; METRICS_PORT serves /metrics, /healthz and /readyz on
   this port (0 picks a free one; "hookledger worker metrics on URL" goes to stderr)
 
 Examples:
