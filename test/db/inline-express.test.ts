@@ -20,11 +20,7 @@ const post = postStripe;
 for (const [major, express] of expressMajors)
   describe(major, () => {
     const bed = inlineBed();
-    const guard = bed.guard;
-    const row = bed.row;
-    const settled = bed.settled;
-    const assertDuplicate = bed.assertDuplicate;
-    const failed = bed.failed;
+    const { guard, row, settled, assertDuplicate, failed } = bed;
 
     async function listenExpress(app: Express): Promise<string> {
       const server = await new Promise<Server>((resolve) => {

@@ -13,11 +13,7 @@ const post = postStripe;
 for (const [major, Fastify] of fastifyMajors)
   describe(major, () => {
     const bed = inlineBed();
-    const guard = bed.guard;
-    const row = bed.row;
-    const settled = bed.settled;
-    const assertDuplicate = bed.assertDuplicate;
-    const failed = bed.failed;
+    const { guard, row, settled, assertDuplicate, failed } = bed;
 
     async function listenFastify(app: FastifyInstance): Promise<string> {
       bed.closeLater(() => app.close());
