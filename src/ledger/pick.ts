@@ -1,7 +1,7 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 import type { ArrivedVia } from "./claim.js";
 
-/** A claimed event as the worker sees it. */
+/** An event whose attempt was counted, as the worker sees it. */
 export interface PickedEvent {
   readonly source: string;
   readonly dedupe_key: string;
@@ -9,6 +9,7 @@ export interface PickedEvent {
   readonly payload: unknown;
   readonly received_at: Date;
   readonly occurred_at: Date | null;
+  /** The number of this attempt: the count already includes it. */
   readonly attempts: number;
   readonly entity_type: string | null;
   readonly entity_id: string | null;
@@ -16,26 +17,160 @@ export interface PickedEvent {
   readonly arrived_via: ArrivedVia;
 }
 
+/** What {@link countAttempt} found: an attempt to run, or an event whose last attempt ended unrecorded and was the last. */
+export type CountedAttempt =
+  | { readonly kind: "attempt"; readonly event: PickedEvent }
+  | { readonly kind: "exhausted"; readonly event: PickedEvent };
+
+// The shortest back-off of a counted attempt (see countSql).
+const LEASE_FLOOR_MS = 2000;
+
+// What last_error says of an attempt that ended without an outcome (format(), %s = the attempt's number).
+const UNRECORDED =
+  "attempt %s ended without an outcome: the worker running it exited, was killed or lost its connection";
+
 // The where clause must stay identical to the predicate of the events_due index (migration 001), so the planner
 // walks an index that holds only the backlog. SKIP LOCKED: an event another worker is running never blocks this one.
-const pickSql = statement(
+// One autocommitted statement: the attempt is counted, stamped and given its back-off before the handler runs, so
+// an attempt that never records an outcome (its process died) still counts and the event is not due again at once.
+// A stamp left by the previous attempt means it ended unrecorded: noted in last_error, or dead if it was the last.
+// The back-off has a floor: until the attempt's transaction takes the row lock (a round trip later) only the
+// back-off keeps other workers off it, and one that counts it meanwhile would take its stamp for a crash.
+const countSql = statement(
   "pick",
-  (s) => `select source, dedupe_key, event_type, payload, received_at, occurred_at, attempts,
-  entity_type, entity_id, entity_version, arrived_via
-from ${s}.events
-where status in ('pending', 'failed') and next_attempt_at <= now()
-order by next_attempt_at
-limit 1
-for update skip locked`,
+  (s) => `with due as (
+  select source, dedupe_key, attempts, attempt_started_at is not null and attempts >= $1::int as exhausted,
+    attempt_started_at is not null as unrecorded
+  from ${s}.events
+  where status in ('pending', 'failed') and next_attempt_at <= now()
+  order by next_attempt_at
+  limit 1
+  for update skip locked
+)
+update ${s}.events e
+set attempts = case when due.exhausted then e.attempts else e.attempts + 1 end,
+    status = case when due.exhausted then 'dead' else e.status end,
+    last_error = case when due.unrecorded then format($4::text, e.attempts) else e.last_error end,
+    attempt_started_at = case when due.exhausted then null else now() end,
+    next_attempt_at = case when due.exhausted then e.next_attempt_at
+      else now() + greatest($5::float8, least($3::float8, $2::float8 * power(2, e.attempts)) * (0.5 + 0.5 * random()))
+        * interval '1 millisecond' end
+from due
+where e.source = due.source and e.dedupe_key = due.dedupe_key
+returning e.source, e.dedupe_key, e.event_type, e.payload, e.received_at, e.occurred_at, e.attempts,
+  e.entity_type, e.entity_id, e.entity_version, e.arrived_via, due.exhausted`,
 );
 
+// Under the row lock, the event must still be the attempt this worker counted: another worker may have counted a
+// later one meanwhile (this one stalled past the back-off), and then only that one may run it. No SKIP LOCKED: another
+// worker's pick can hold the row for an instant (it locks, then finds the new back-off in the future), so this waits.
+const lockSql = statement(
+  "pick-lock",
+  (s) => `select 1 from ${s}.events
+where source = $1::text and dedupe_key = $2::text and attempts = $3::int
+  and attempt_started_at is not null and status in ('pending', 'failed')
+for update`,
+);
+
+// A worker that stopped before its handler finished gives the attempt back: due again at once, not counted.
+const uncountSql = statement(
+  "pick-uncount",
+  (s) => `update ${s}.events
+set attempts = attempts - 1, attempt_started_at = null, next_attempt_at = now()
+where source = $1::text and dedupe_key = $2::text and attempts = $3::int
+  and attempt_started_at is not null and status in ('pending', 'failed')`,
+);
+
+// Written inside the attempt's transaction, after the handler's savepoint: the settle or the recorded failure
+// replaces it. It is committed only if the handler commits the transaction itself (however it spells it), and then
+// atomically with the handler's writes: the event is dead and never runs (and applies) again.
+const armSql = statement(
+  "pick-arm",
+  (s) => `update ${s}.events
+set status = 'dead', attempt_started_at = null, last_error = $3::text
+where source = $1::text and dedupe_key = $2::text`,
+);
+
+/** What last_error says of an event whose handler ended its transaction. */
+export const HANDLER_ENDED_TRANSACTION =
+  "the handler ended the event's transaction itself (a commit or rollback, however spelled): what it wrote may " +
+  "have been committed without the settle, so the event is not retried; fix the handler, then `hookledger events retry`";
+
 /**
- * Locks the next due event for the calling transaction, or returns `undefined` when none is due.
+ * Inside the attempt's transaction, before the handler runs: makes a commit by anyone but hookledger leave the
+ * event dead with {@link HANDLER_ENDED_TRANSACTION}. The settle, or rolling back to the handler's savepoint, undoes it.
  *
  * @example
- * const event = await pickEvent(tx, ledger);
+ * await tx.query("savepoint handler");
+ * await armAttempt(tx, ledger, picked);
  */
-export async function pickEvent(tx: Queryable, ledger: LedgerContext): Promise<PickedEvent | undefined> {
-  const result = await tx.query<PickedEvent>(pickSql(ledger));
-  return result.rows[0];
+export async function armAttempt(tx: Queryable, ledger: LedgerContext, picked: PickedEvent): Promise<void> {
+  await tx.query({
+    ...armSql(ledger),
+    values: [picked.source, picked.dedupe_key, HANDLER_ENDED_TRANSACTION],
+  });
+}
+
+/** The retry policy the count needs: the back-off given to the attempt should it end unrecorded. */
+export interface CountPolicy {
+  readonly maxAttempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+/**
+ * Counts an attempt of the next due event in a statement of its own (call it outside a transaction): attempts + 1,
+ * stamped as started, due again after the attempt's back-off (at least 2 s). Then run the attempt in a transaction that takes
+ * the row with {@link lockAttempt}. An event whose previous attempt ended unrecorded with no attempt left is marked
+ * dead instead (`exhausted`).
+ *
+ * @returns `undefined` when nothing is due.
+ * @example
+ * const counted = await countAttempt(client, ledger, { maxAttempts: 10, baseDelayMs: 1000, maxDelayMs: 3_600_000 });
+ */
+export async function countAttempt(
+  db: Queryable,
+  ledger: LedgerContext,
+  policy: CountPolicy,
+): Promise<CountedAttempt | undefined> {
+  const result = await db.query<PickedEvent & { exhausted: boolean }>({
+    ...countSql(ledger),
+    values: [policy.maxAttempts, policy.baseDelayMs, policy.maxDelayMs, UNRECORDED, LEASE_FLOOR_MS],
+  });
+  const row = result.rows[0];
+  if (!row) return undefined;
+  const { exhausted, ...event } = row;
+  return { kind: exhausted ? "exhausted" : "attempt", event };
+}
+
+/**
+ * Locks a counted event for the calling transaction, if it is still the attempt that was counted.
+ *
+ * @example
+ * if (!(await lockAttempt(tx, ledger, counted.event))) return; // another worker took it on
+ */
+export async function lockAttempt(
+  tx: Queryable,
+  ledger: LedgerContext,
+  picked: PickedEvent,
+): Promise<boolean> {
+  const result = await tx.query({
+    ...lockSql(ledger),
+    values: [picked.source, picked.dedupe_key, picked.attempts],
+  });
+  return result.rows.length === 1;
+}
+
+/**
+ * Gives a counted attempt back (the worker stopped before it ran to the end): the event is due again at once.
+ *
+ * @example
+ * await uncountAttempt(pool, ledger, picked);
+ */
+export async function uncountAttempt(
+  db: Queryable,
+  ledger: LedgerContext,
+  picked: PickedEvent,
+): Promise<void> {
+  await db.query({ ...uncountSql(ledger), values: [picked.source, picked.dedupe_key, picked.attempts] });
 }
