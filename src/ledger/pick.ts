@@ -22,8 +22,9 @@ export type CountedAttempt =
   | { readonly kind: "attempt"; readonly event: PickedEvent }
   | { readonly kind: "exhausted"; readonly event: PickedEvent };
 
-// The shortest back-off of a counted attempt (see countSql).
+// The shortest and longest back-off of a counted attempt (see countSql).
 const LEASE_FLOOR_MS = 2000;
+const LEASE_CAP_MS = 30_000;
 
 // What last_error says of an attempt that ended without an outcome (format(), %s = the attempt's number).
 const UNRECORDED =
@@ -35,7 +36,8 @@ const UNRECORDED =
 // an attempt that never records an outcome (its process died) still counts and the event is not due again at once.
 // A stamp left by the previous attempt means it ended unrecorded: noted in last_error, or dead if it was the last.
 // The back-off has a floor: until the attempt's transaction takes the row lock (a round trip later) only the
-// back-off keeps other workers off it, and one that counts it meanwhile would take its stamp for a crash.
+// back-off keeps other workers off it, and one that counts it meanwhile would take its stamp for a crash. And a cap:
+// a worker killed mid-attempt leaves its event due again within 30 s (§6: nothing stuck for more than 60 s).
 const countSql = statement(
   "pick",
   (s) => `with due as (
@@ -53,7 +55,7 @@ set attempts = case when due.exhausted then e.attempts else e.attempts + 1 end,
     last_error = case when due.unrecorded then format($4::text, e.attempts) else e.last_error end,
     attempt_started_at = case when due.exhausted then null else now() end,
     next_attempt_at = case when due.exhausted then e.next_attempt_at
-      else now() + greatest($5::float8, least($3::float8, $2::float8 * power(2, e.attempts)) * (0.5 + 0.5 * random()))
+      else now() + greatest($5::float8, least($6::float8, least($3::float8, $2::float8 * power(2, e.attempts)) * (0.5 + 0.5 * random())))
         * interval '1 millisecond' end
 from due
 where e.source = due.source and e.dedupe_key = due.dedupe_key
@@ -120,7 +122,7 @@ export interface CountPolicy {
 
 /**
  * Counts an attempt of the next due event in a statement of its own (call it outside a transaction): attempts + 1,
- * stamped as started, due again after the attempt's back-off (at least 2 s). Then run the attempt in a transaction that takes
+ * stamped as started, due again after the attempt's back-off (2 to 30 s). Then run the attempt in a transaction that takes
  * the row with {@link lockAttempt}. An event whose previous attempt ended unrecorded with no attempt left is marked
  * dead instead (`exhausted`).
  *
@@ -135,7 +137,14 @@ export async function countAttempt(
 ): Promise<CountedAttempt | undefined> {
   const result = await db.query<PickedEvent & { exhausted: boolean }>({
     ...countSql(ledger),
-    values: [policy.maxAttempts, policy.baseDelayMs, policy.maxDelayMs, UNRECORDED, LEASE_FLOOR_MS],
+    values: [
+      policy.maxAttempts,
+      policy.baseDelayMs,
+      policy.maxDelayMs,
+      UNRECORDED,
+      LEASE_FLOOR_MS,
+      LEASE_CAP_MS,
+    ],
   });
   const row = result.rows[0];
   if (!row) return undefined;

@@ -3,7 +3,6 @@ import type { Pool, PoolClient } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import { failEvent } from "../ledger/fail.js";
 import {
-  armAttempt,
   countAttempt,
   HANDLER_ENDED_TRANSACTION,
   lockAttempt,
@@ -13,9 +12,9 @@ import {
 import { type Outcome, settleEvent } from "../ledger/settle.js";
 import type { Logger } from "../log.js";
 import { type RetryPolicy, retryDelay } from "./backoff.js";
-import { attemptContext } from "./context.js";
 import { failureText } from "./failure-text.js";
 import type { Handlers } from "./handlers.js";
+import { runHandler } from "./handler-run.js";
 
 /** What one attempt needs. */
 export interface AttemptDeps {
@@ -236,55 +235,6 @@ async function endBackend(deps: AttemptDeps, pid: number | null): Promise<void> 
     );
   } catch (error) {
     deps.log.warn({ err: (error as Error).message, pid }, "could not end the backend of a cut-off attempt");
-  }
-}
-
-class TimeoutError extends Error {}
-class AbandonedError extends Error {}
-
-type HandlerResult =
-  | { ok: true; outcome: Outcome; savepoint: boolean; ended: boolean }
-  | { ok: false; error: Error; cut: "timeout" | "abandoned" | false; ended: boolean };
-
-async function runHandler(
-  deps: AttemptDeps,
-  client: PoolClient,
-  picked: PickedEvent,
-): Promise<HandlerResult> {
-  const handler = deps.handlers.find(picked.source, picked.event_type);
-  if (!handler) return { ok: true, outcome: "unhandled", savepoint: false, ended: false };
-  await client.query("savepoint handler");
-  await armAttempt(client, deps.ledger, picked);
-  const attempt = attemptContext(client, deps.ledger, picked);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new TimeoutError(`handler exceeded ${deps.handlerTimeoutMs} ms`)),
-      deps.handlerTimeoutMs,
-    );
-  });
-  let onAbort: (() => void) | undefined;
-  const abandoned = new Promise<never>((_, reject) => {
-    const { signal } = deps;
-    if (!signal) return;
-    onAbort = () => reject(new AbandonedError("the worker stopped before the handler finished"));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    const run = Promise.resolve().then(() => handler(attempt.ctx));
-    // After a timeout the handler's own rejection has no one left to hear it; keep it from being "unhandled".
-    run.catch(() => {});
-    await Promise.race([run, timeout, abandoned]);
-    return { ok: true, outcome: attempt.outcome(), savepoint: true, ended: attempt.endedTransaction() };
-  } catch (error) {
-    const err = error instanceof Error ? error : new Error(String(error));
-    const cut = err instanceof TimeoutError ? "timeout" : err instanceof AbandonedError ? "abandoned" : false;
-    return { ok: false, error: err, cut, ended: attempt.endedTransaction() };
-  } finally {
-    attempt.end();
-    clearTimeout(timer);
-    if (onAbort) deps.signal?.removeEventListener("abort", onAbort);
   }
 }
 

@@ -19,7 +19,7 @@ test("the pick's query is answered from the events_due partial index", async () 
   try {
     await client.query("begin");
     await client.query("set local enable_seqscan = off");
-    const plan = await client.query(`explain ${await pickSqlText(t)}`, [10, 1000, 1000, "%s", 2000]);
+    const plan = await client.query(`explain ${await pickSqlText(t)}`, [10, 1000, 1000, "%s", 2000, 30000]);
     const text = plan.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n");
     assert.match(text, /Index Scan using events_due/);
   } finally {
