@@ -16,6 +16,7 @@ import { type Handler, Handlers } from "./worker/handlers.js";
 import type { PayloadOf, SourceEventType, SourceMap, SourceProviders } from "./worker/payloads.js";
 import { startWorker, type Worker } from "./worker/worker.js";
 import { createStatsObserver } from "./stats/observer.js";
+import { createDuplicateCounter } from "./ledger/cached-duplicates.js";
 
 /**
  * Options of {@link createHookledger}: where the ledger lives, the sources and the handlers.
@@ -173,7 +174,9 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
   };
   // The per-minute counts behind `hookledger stats` (the duplicate rate a retrofit is judged by).
   const stats = createStatsObserver({ db: admin, ledger, log });
-  const observer = observers(metrics.observer, stats, options.observer, workerHint);
+  // Duplicates the cache answered still reach the ledger's counts, written in batches like the statistics.
+  const cachedDuplicates = createDuplicateCounter({ db: admin, ledger, log });
+  const observer = observers(metrics.observer, stats, cachedDuplicates, options.observer, workerHint);
   const receiver = createReceiver({
     sources: config.sources,
     db: ingest,
@@ -224,6 +227,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
       closed = true;
       await worker?.stop(config.worker.shutdownGraceMs);
       await stats.close();
+      await cachedDuplicates.close();
       await Promise.all(owned.map((pool) => pool.end()));
     },
   };

@@ -11,6 +11,7 @@ import { createReceiver } from "./edge/receiver.js";
 import { startPruner } from "./prune/schedule.js";
 import { startReconciler } from "./replay/reconciler.js";
 import { createStatsObserver } from "./stats/observer.js";
+import { createDuplicateCounter } from "./ledger/cached-duplicates.js";
 import { createNodeHandler } from "./adapters/node/receiver.js";
 import { observers, type SeenCache } from "./edge/observer.js";
 import { createOpsHandler, withOps } from "./edge/ops.js";
@@ -125,12 +126,14 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       // Closed after the server (closers run in reverse), so the last counts are flushed once no request runs.
       const stats = createStatsObserver({ db: admin, ledger, log });
       closers.push(() => stats.close());
+      const cachedDuplicates = createDuplicateCounter({ db: admin, ledger, log });
+      closers.push(() => cachedDuplicates.close());
       const receiver = createReceiver({
         sources: config.sources,
         db: ingest,
         ledger,
         log,
-        observer: observers(metrics.observer, stats),
+        observer: observers(metrics.observer, stats, cachedDuplicates),
         seen,
         ...(config.replayToken !== undefined && { replayToken: config.replayToken }),
       });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { claimFailureMessage } from "./claim-failure.js";
 import { type Answer, answerError, answerJson } from "../errors.js";
 import { claimEvent } from "../ledger/claim.js";
@@ -119,8 +120,15 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       }
       const { event } = admitted;
       const fields = { source: source.name, eventId: event.dedupeKey, type: event.type };
-      if (await seenBefore(seen, source.name, event.dedupeKey, log)) {
-        observer.delivery({ source: source.name, result: "duplicate", shortCircuit: true });
+      const bodySha256 = createHash("sha256").update(admitted.bytes).digest("hex");
+      // A cached id with another body goes to Postgres, which counts and reports the mismatch.
+      if ((await cachedBodyHash(seen, source.name, event.dedupeKey, log)) === bodySha256) {
+        observer.delivery({
+          source: source.name,
+          result: "duplicate",
+          shortCircuit: true,
+          eventId: event.dedupeKey,
+        });
         log.info({ ...fields, result: "duplicate", shortCircuit: true }, "delivery received");
         return event.acknowledge ?? answerJson(200, { status: "duplicate", id: event.dedupeKey });
       }
@@ -143,8 +151,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           (late) => log.warn({ ...fields, late }, "claim finished after its 503"),
         );
         if (!notify && result.status === "accepted") wakeups.committedQuietly();
-        seen?.add(source.name, result.id);
         const bodyMismatch = result.status === "duplicate" && result.bodyMismatch;
+        // The cache holds the stored body's hash; after a mismatch only Postgres knows it.
+        if (!bodyMismatch) seen?.add(source.name, result.id, bodySha256);
         observer.delivery({
           source: source.name,
           result: result.status,
@@ -177,18 +186,18 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   };
 }
 
-async function seenBefore(
+async function cachedBodyHash(
   seen: SeenCache | undefined,
   source: string,
   key: string,
   log: Logger,
-): Promise<boolean> {
-  if (!seen) return false;
+): Promise<string | undefined> {
+  if (!seen) return undefined;
   try {
-    return await seen.has(source, key);
+    return await seen.get(source, key);
   } catch (error) {
     // The cache only short-circuits answers Postgres already gave; when it fails, Postgres answers.
     log.warn({ source, eventId: key, err: (error as Error).message }, "duplicate cache unavailable");
-    return false;
+    return undefined;
   }
 }
