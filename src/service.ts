@@ -46,8 +46,10 @@ export interface ServiceOptions {
 
 /** A running receiver and/or worker. */
 export interface Service {
-  /** `http://host:port` when serving. */
+  /** `http://host:port` of the webhooks when serving; of `/metrics`, `/healthz`, `/readyz` in a worker alone. */
   readonly url: string | undefined;
+  /** With `serve`: `http://host:port` of the admin listener (`/metrics`, `/healthz`, `/readyz`). */
+  readonly adminUrl: string | undefined;
   readonly connectionString: string;
   /** The metrics served on `GET /metrics` (also fed when only the worker runs). */
   readonly metrics: Metrics;
@@ -57,8 +59,9 @@ export interface Service {
 
 /**
  * Starts the service: the database (embedded when no URL is configured), migrations, the HTTP receiver and the
- * worker, as configured. The HTTP server also answers `GET /metrics`, `/healthz` and `/readyz` (see
- * `createOpsHandler`).
+ * worker, as configured. `GET /metrics`, `/healthz` and `/readyz` (see `createOpsHandler`) answer on an admin
+ * listener of their own (`config.admin`, loopback by default), never on the public webhook port, which answers 404
+ * for them (docs/architecture.md §4).
  *
  * @example
  * const service = await startService(resolveConfig(config), { log, serve: true, work: true });
@@ -118,6 +121,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
 
     const ops = createOpsHandler({ metrics, db: admin, ledger, log });
     let url: string | undefined;
+    let adminUrl: string | undefined;
     if (options.serve) {
       const ingest = createPool({ connectionString, role: "ingest" });
       closers.push(() => ingest.end());
@@ -136,8 +140,15 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         observer: observers(metrics.observer, stats, cachedDuplicates),
         seen,
         ...(config.replayToken !== undefined && { replayToken: config.replayToken }),
+        trustProxy: config.trustProxy,
       });
-      url = await serveHttp(withOps(ops, createNodeHandler(receiver)), config.port, config.host, closers);
+      url = await serveHttp(createNodeHandler(receiver), config.port, config.host, closers);
+      adminUrl = await serveHttp(
+        withOps(ops, (_req, res) => res.writeHead(404).end()),
+        config.admin.port ?? adminPortFor(config.port),
+        config.admin.host,
+        closers,
+      );
     } else if (options.metricsPort !== undefined) {
       // A worker-only process serves just /metrics, /healthz and /readyz.
       url = await serveHttp(
@@ -147,7 +158,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         closers,
       );
     }
-    return { url, connectionString, metrics, stop: stopAll };
+    return { url, adminUrl, connectionString, metrics, stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;
@@ -212,6 +223,11 @@ function startSchedules(
     });
     closers.push(() => reconciler.stop());
   }
+}
+
+// Next to the webhook port, so each instance's admin port follows from its own; a free one when that is picked too.
+function adminPortFor(port: number): number {
+  return port === 0 || port === 65535 ? 0 : port + 1;
 }
 
 async function serveHttp(

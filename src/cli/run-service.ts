@@ -5,8 +5,8 @@ import { CliError } from "./errors.js";
 
 /**
  * Starts the service for `serve` or `worker` and runs it until SIGINT or SIGTERM, then finishes in-flight work.
- * A port already taken becomes one line naming the port and `fix` (no stack); `announce` gets the service's URL
- * once it listens.
+ * A port already taken becomes one line naming the port and `fix` (no stack; the admin port's names ADMIN_PORT);
+ * `announce` gets the service's URLs once it listens.
  *
  * @example
  * await runUntilSignal(config, { log, serve: true, work: true }, { port: config.port, fix: "set PORT or --port …" }, (url) => {});
@@ -15,21 +15,21 @@ export async function runUntilSignal(
   config: ResolvedConfig,
   options: ServiceOptions,
   port: { readonly port: number; readonly fix: string },
-  announce: (url: string | undefined) => void,
+  announce: (url: string | undefined, adminUrl: string | undefined) => void,
 ): Promise<number> {
   const log: Logger = options.log;
   const service = await startService(config, options).catch(
     (error: NodeJS.ErrnoException & { port?: number }) => {
       // Only the HTTP listen: the embedded Postgres reports its own port problems.
       if (error.code === "EADDRINUSE" && error.syscall === "listen") {
-        throw new CliError(
-          `port ${error.port ?? port.port} is in use; ${port.fix}, or stop the process using it`,
-        );
+        const admin = options.serve && error.port !== undefined && error.port !== port.port;
+        const fix = admin ? "set ADMIN_PORT or the config's admin.port to another port" : port.fix;
+        throw new CliError(`port ${error.port ?? port.port} is in use; ${fix}, or stop the process using it`);
       }
       throw error;
     },
   );
-  announce(service.url);
+  announce(service.url, service.adminUrl);
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
       log.info({ signal }, "stopping: finishing in-flight work");

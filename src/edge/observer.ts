@@ -4,6 +4,8 @@ export type DeliveryResult =
   | "duplicate"
   | "handshake"
   | "unauthorized"
+  /** A failed verification from an address over its limit: 429 instead of 401. */
+  | "rate_limited"
   | "malformed"
   | "unknown_source"
   | "method_not_allowed"

@@ -8,6 +8,7 @@ import type { Logger } from "../log.js";
 import type { HeaderBag, Provider } from "../providers/types.js";
 import { admitDelivery } from "./admit.js";
 import { withDeadline } from "./deadline.js";
+import { clientKey, type FailureLimitOptions, failureLimiter } from "./failure-limit.js";
 import { keptHeaders } from "./headers.js";
 import type { EdgeObserver, SeenCache } from "./observer.js";
 
@@ -53,6 +54,18 @@ export interface ReceiverOptions {
    * @example createReceiver({ ...options, replayToken: process.env.HOOKLEDGER_REPLAY_TOKEN })
    */
   readonly replayToken?: string | undefined;
+  /**
+   * Failed verifications per client address before they are answered 429 with `Retry-After` (docs/architecture.md
+   * §4); deliveries that verify are never limited. `false` turns the limit off.
+   * @defaultValue `{ maxFailures: 30, windowMs: 60_000, maxAddresses: 10_000 }`
+   */
+  readonly failureLimit?: FailureLimitOptions | false;
+  /**
+   * Count failures against the last `X-Forwarded-For` entry instead of the socket's address: set it only behind a
+   * proxy that appends that header (otherwise any client picks its own address).
+   * @defaultValue false
+   */
+  readonly trustProxy?: boolean;
 }
 
 /** One delivery, framework-neutral. */
@@ -68,6 +81,8 @@ export interface Delivery {
    * the event arrived by replay.
    */
   readonly viaReplay?: boolean;
+  /** The peer address of the connection (node adapters set it); failed verifications are counted against it. */
+  readonly clientAddress?: string;
 }
 
 /** The edge: verify, claim, answer. */
@@ -93,6 +108,12 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const { log, seen } = options;
   const observer = options.observer ?? { delivery: () => {} };
   const wakeups = notifyThrottle(options.db, options.ledger, log, options.wakeupWindowMs);
+  const limiter = options.failureLimit === false ? undefined : failureLimiter(options.failureLimit);
+
+  const overLimit = (delivery: Delivery): number | undefined => {
+    const key = clientKey(delivery.clientAddress, delivery.headers, options.trustProxy === true);
+    return key === undefined ? undefined : limiter?.fail(key, now());
+  };
 
   return {
     log,
@@ -107,12 +128,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         replayToken: options.replayToken,
       });
       if (!admitted.ok) {
+        const retryAfter = admitted.result === "unauthorized" ? overLimit(delivery) : undefined;
         observer.delivery({
           source: source.name,
-          result: admitted.result,
+          result: retryAfter === undefined ? admitted.result : "rate_limited",
           ...(admitted.reason !== undefined && { reason: admitted.reason }),
         });
-        return admitted.answer;
+        return retryAfter === undefined ? admitted.answer : tooManyFailures(retryAfter);
       }
       if ("reply" in admitted) {
         observer.delivery({ source: source.name, result: "handshake" });
@@ -184,6 +206,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       }
     },
   };
+}
+
+function tooManyFailures(retryAfterSeconds: number): Answer {
+  const answer = answerError("too_many_failures");
+  return { ...answer, headers: { ...answer.headers, "retry-after": String(retryAfterSeconds) } };
 }
 
 async function cachedBodyHash(

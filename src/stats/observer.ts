@@ -59,6 +59,7 @@ export interface StatsObserver extends EdgeObserver {
 
 const REFUSED: ReadonlySet<DeliveryResult> = new Set([
   "unauthorized",
+  "rate_limited",
   "malformed",
   "method_not_allowed",
   "payload_too_large",

@@ -159,12 +159,24 @@ test("hookledger serve --port beats PORT and the config file's port; the listeni
     file,
     `export default { port: ${configPort}, sources: [{ name: "stripe", provider: "stripe", secrets: [{ env: "HL_PORT_TEST_SECRET" }] }] };\n`,
   );
-  const env = databaseEnv({ PORT: String(envPort), HL_PORT_TEST_SECRET: "whsec_test" });
+  const adminPort = await freePort();
+  const env = databaseEnv({
+    PORT: String(envPort),
+    ADMIN_PORT: String(adminPort),
+    HL_PORT_TEST_SECRET: "whsec_test",
+  });
   const serve = startCli(["serve", "--config", file, "--port", String(flagPort)], { env });
   try {
     const [, url] = await serve.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m);
     assert.equal(url, `http://127.0.0.1:${flagPort}`);
-    assert.equal((await fetch(`${url}/healthz`)).status, 200);
+    // /metrics and /readyz answer on the admin listener (ADMIN_PORT, loopback), never on the webhook port.
+    const [, admin] = await serve.waitForLine(/^hookledger admin on (http:\/\/\S+)$/m);
+    assert.equal(admin, `http://127.0.0.1:${adminPort}`);
+    for (const path of ["/metrics", "/readyz", "/healthz"]) {
+      assert.equal((await fetch(`${url}${path}`)).status, 404, `${path} on the webhook port`);
+    }
+    assert.equal((await fetch(`${admin}/healthz`)).status, 200);
+    assert.equal((await fetch(`${admin}/metrics`)).status, 200);
     const records = serve
       .stdout()
       .trimEnd()

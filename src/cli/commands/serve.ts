@@ -6,8 +6,9 @@ import type { Command } from "./types.js";
 
 const HELP = `Usage: hookledger serve [--config FILE] [--port N] [--no-worker]
 
-Receives webhooks on POST /webhooks/:source (with /metrics, /healthz and /readyz) and runs the worker in the
-same process. Without DATABASE_URL it starts an embedded Postgres in ./.hookledger/pg; the ledger's migrations
+Receives webhooks on POST /webhooks/:source and runs the worker in the same process. /metrics, /healthz and
+/readyz answer on a separate admin listener (ADMIN_HOST, default 127.0.0.1; ADMIN_PORT, default the webhook port
++ 1), never on the webhook port. Without DATABASE_URL it starts an embedded Postgres in ./.hookledger/pg; the ledger's migrations
 run at start. Logs are JSON lines on stdout; "hookledger listening on URL" goes to stderr.
 
 Options:
@@ -17,8 +18,9 @@ Options:
   --no-worker     receive only: run \`hookledger worker\` elsewhere to apply the events
   -h, --help      show this help
 
-Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL,
-  LOG_LEVEL, LOG_FORMAT (json | pretty), HOOKLEDGER_EMBEDDED_PORT (the demo's embedded Postgres)
+Environment: DATABASE_URL, PORT, HOST, ADMIN_PORT, ADMIN_HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE,
+  HOOKLEDGER_REPLAY_TOKEN, HOOKLEDGER_TRUST_PROXY (count failed verifications per X-Forwarded-For: only behind a
+  proxy), REDIS_URL, LOG_LEVEL, LOG_FORMAT (json | pretty), HOOKLEDGER_EMBEDDED_PORT (the demo's embedded Postgres)
 
 Examples:
   hookledger serve                                   # the demo on an embedded Postgres
@@ -65,10 +67,10 @@ export const command: Command = {
         ...(loaded.setup && { setup: loaded.setup }),
       },
       { port: config.port, fix: "set PORT or --port to another port" },
-      (url) => {
-        log.info({ url }, "listening");
+      (url, adminUrl) => {
+        log.info({ url, adminUrl }, "listening");
         // stderr: stdout carries the JSON log stream.
-        io.err(`hookledger listening on ${url}\n`);
+        io.err(`hookledger listening on ${url}\nhookledger admin on ${adminUrl}\n`);
       },
     );
   },
