@@ -7,7 +7,7 @@ import { createInlineGuard } from "./edge/inline/guard.js";
 import type { InlineGuard, InlineMode } from "./edge/inline/types.js";
 import { type EdgeObserver, observers, type SeenCache } from "./edge/observer.js";
 import { createOpsHandler, type OpsHandler } from "./edge/ops.js";
-import { createReceiver, type Receiver } from "./edge/receiver.js";
+import { createReceiver, type Receiver, type ReceiverOptions } from "./edge/receiver.js";
 import { memorySeenCache } from "./cache/memory.js";
 import { ledgerContext } from "./ledger/context.js";
 import { createLogger, type Logger } from "./log.js";
@@ -59,6 +59,13 @@ export interface HookledgerOptions {
   readonly replayToken?: string;
   /** Confirmed-duplicate short-circuit. @defaultValue memorySeenCache() */
   readonly seen?: SeenCache;
+  /**
+   * Failed verifications per client address before 429 (`ReceiverOptions.failureLimit`); `false` turns it off.
+   * @defaultValue 30 a minute
+   */
+  readonly failureLimit?: ReceiverOptions["failureLimit"];
+  /** Count failures per the last `X-Forwarded-For` entry: only behind a proxy that appends it. @defaultValue false */
+  readonly trustProxy?: boolean;
   /** Hears every answered delivery, besides the metrics. */
   readonly observer?: EdgeObserver;
 }
@@ -185,6 +192,8 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
     observer,
     seen: options.seen ?? memorySeenCache(),
     ...(options.replayToken !== undefined && { replayToken: options.replayToken }),
+    ...(options.failureLimit !== undefined && { failureLimit: options.failureLimit }),
+    ...(options.trustProxy !== undefined && { trustProxy: options.trustProxy }),
   });
   const guard = createInlineGuard({
     sources: config.sources,
