@@ -62,14 +62,17 @@ function failingFirstRuns() {
   return { handler, started, runs };
 }
 
-/** The provider: re-sends until it is answered 2xx, then forgets the event. */
-async function retryUntil2xx(send: () => Promise<Reply>, first: Promise<Reply>): Promise<Reply> {
+/**
+ * The provider: re-sends until it is answered 2xx, then forgets the event. A run answers before it settles, so
+ * when a run answered, its settle is awaited; a duplicate answer must find the event settled already.
+ */
+async function retryUntil2xx(id: string, send: () => Promise<Reply>, first: Promise<Reply>): Promise<void> {
   let reply = await first;
   for (let tries = 0; reply.status >= 300; tries++) {
     assert.ok(tries < 20, `still ${reply.status} after 20 retries: ${reply.text}`);
     reply = await send();
   }
-  return reply;
+  if (reply.text === "ok") await bed.settled(id);
 }
 
 async function lost(ids: readonly string[]): Promise<string[]> {
@@ -101,7 +104,7 @@ test("enforce: a retry that finds the lease, then sees the first run fail before
       assert.equal((await firstRun).status, 500);
       await bed.failed(id);
       await gate.query("select pg_advisory_unlock($1::bigint)", [GATE]);
-      await retryUntil2xx(send, retry);
+      await retryUntil2xx(id, send, retry);
     }
   } finally {
     await widen("off");
@@ -127,7 +130,7 @@ test("enforce: 60 natural races of a retry against a first run failing 0–15 ms
         await new Promise((r) => setTimeout(r, randomInt(0, 16)));
         started.get(id)?.();
         await firstRun;
-        await retryUntil2xx(send, retry);
+        await retryUntil2xx(id, send, retry);
       }),
     );
   } finally {
