@@ -3,7 +3,12 @@ import type pg from "pg";
 import { isHookledgerPool, type PoolClient, withTransaction } from "../db/pool.js";
 import type { ParsedEvent } from "../providers/types.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
-import { notTombstonedSql, tombstoneDuplicate } from "./tombstone.js";
+import {
+  againIfPrunedMeanwhile,
+  notTombstonedSql,
+  recheckTombstoneSql,
+  tombstoneDuplicate,
+} from "./tombstone.js";
 
 /** How an event reached the ledger. */
 export type ArrivedVia = "delivery" | "replay" | "requeue";
@@ -50,8 +55,7 @@ export async function claimEvent(
   ledger: LedgerContext,
   input: ClaimInput,
 ): Promise<ClaimResult> {
-  if (isForeignPool(db)) return inClaimTransaction(db, (client) => claimOn(client, ledger, input));
-  return claimOn(db, ledger, input);
+  return withClaimSession(db, (session) => claimOn(session, ledger, input));
 }
 
 /**
@@ -63,7 +67,7 @@ export async function claimEvent(
  * const claim = await withClaimSession(appPool, (session) => session.query({ ...claimStatement(ledger), values }));
  */
 export function withClaimSession<T>(db: Queryable, claim: (db: Queryable) => Promise<T>): Promise<T> {
-  return isForeignPool(db) ? inClaimTransaction(db, claim) : claim(db);
+  return againIfPrunedMeanwhile(() => (isForeignPool(db) ? inClaimTransaction(db, claim) : claim(db)));
 }
 
 /** A `pg` pool (duck-typed: an app may load its own copy of `pg`) that `createPool` did not make. */
@@ -121,7 +125,7 @@ export const insertSql = (s: string, options: { inline?: boolean } = {}) => `ins
     }
   ${notTombstonedSql(s)}
   on conflict do nothing
-  returning dedupe_key${options.inline ? ", next_attempt_at" : ""}`;
+  returning dedupe_key${options.inline ? ", next_attempt_at" : ""}, ${recheckTombstoneSql(s)}`;
 
 /**
  * The values `$1`–`$14` of {@link insertSql} for one delivery.
