@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { after, before, test } from "node:test";
 import { type PoolClient, runPrune } from "hookledger";
+import pg from "pg";
 import { claimInline } from "../../src/ledger/inline-claim.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
@@ -116,4 +117,19 @@ test("an inline claim of a key pruned while the claim runs answers duplicate, no
     inFlight: false,
   });
   assert.deepEqual(await ledgerCounts(t.pool, t.ledger, "gated-inline", "in"), { events: 0, duplicates: 0 });
+});
+
+test("on an app's own pg pool (the claim in its own transaction) the raced claim answers duplicate too", async () => {
+  const appPool = new pg.Pool({ connectionString: t.url, max: 2 });
+  try {
+    await claimTestEvent(appPool, t.ledger, { source: "app", id: "gated-app" });
+    await settledLongAgo("app", "gated-app");
+    const claimed = await claimAcrossPrune("app", "stripe", () =>
+      claimTestEvent(appPool, t.ledger, { source: "app", id: "gated-app" }),
+    );
+    assert.deepEqual(claimed, { status: "duplicate", id: "gated-app", bodyMismatch: false });
+    assert.deepEqual(await ledgerCounts(t.pool, t.ledger, "gated-app", "app"), { events: 0, duplicates: 0 });
+  } finally {
+    await appPool.end();
+  }
 });
