@@ -109,7 +109,7 @@ function storable(source: Source, parsed: ParsedEvent, log: Logger): ParsedEvent
         changes,
         ...(event.dedupeKey !== parsed.dedupeKey && { providerId: parsed.dedupeKey.slice(0, 200) }),
       },
-      "delivery holds values the ledger cannot store as they are; storing them made storable (the raw body is kept exact)",
+      "delivery holds values the ledger cannot hold as they are: stored with them made storable, the raw body exact",
     );
   }
   return event;
