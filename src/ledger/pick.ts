@@ -8,6 +8,8 @@ export interface PickedEvent {
   readonly event_type: string;
   readonly payload: unknown;
   readonly received_at: Date;
+  /** The claim's place in the ledger (bigint as text): with `received_at`, the receipt order the guard's ties use. */
+  readonly seq: string | null;
   readonly occurred_at: Date | null;
   readonly attempts: number;
   readonly entity_type: string | null;
@@ -20,7 +22,7 @@ export interface PickedEvent {
 // walks an index that holds only the backlog. SKIP LOCKED: an event another worker is running never blocks this one.
 const pickSql = statement(
   "pick",
-  (s) => `select source, dedupe_key, event_type, payload, received_at, occurred_at, attempts,
+  (s) => `select source, dedupe_key, event_type, payload, received_at, seq, occurred_at, attempts,
   entity_type, entity_id, entity_version, arrived_via
 from ${s}.events
 where status in ('pending', 'failed') and next_attempt_at <= now()

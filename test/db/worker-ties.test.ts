@@ -1,7 +1,16 @@
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, test } from "node:test";
-import { createPool, Handlers, type Pool, silentLogger, startWorker, type Worker } from "hookledger";
+import {
+  backfillVersions,
+  createPool,
+  Handlers,
+  type Pool,
+  silentLogger,
+  startWorker,
+  type Worker,
+} from "hookledger";
+import { advanceVersion } from "../../src/ledger/advance.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 
@@ -118,4 +127,25 @@ test("same-second events of 60 entities under 4 concurrent workers leave the las
   // Each applied event wrote once; stale ones wrote nothing.
   assert.deepEqual(writes, appliedIds);
   for (const id of last.values()) assert.ok(appliedIds.includes(id), `${id} is the last received: applied`);
+});
+
+test("a version raised by backfill-versions sorts before every event of that version", async () => {
+  const entity = { entityType: "subscription", entityId: "sub_seeded", source: "stripe" };
+  const early = new Date("2026-01-01T00:00:05Z");
+  const late = new Date("2026-01-01T00:00:10Z");
+  const advance = (version: number, receivedAt: Date, seq: string, dedupeKey: string) =>
+    advanceVersion(t.pool, t.ledger, { ...entity, version, receivedAt, seq, dedupeKey });
+  assert.equal(await advance(100, late, "50", "evt_late_v100"), true);
+  const seeded = await backfillVersions({
+    pool: t.pool,
+    schema: t.schema,
+    entityType: "subscription",
+    rows: [{ id: "sub_seeded", version: 200 }],
+  });
+  assert.equal(seeded.ok && seeded.raised, 1);
+  // The seeded 200 carries no receipt order: an event of version 200, whenever received, still advances.
+  assert.equal(await advance(200, early, "20", "evt_early_v200"), true);
+  // Once it has, an equal version received earlier than it is stale; one received later advances.
+  assert.equal(await advance(200, new Date("2026-01-01T00:00:01Z"), "5", "evt_earlier_v200"), false);
+  assert.equal(await advance(200, early, "21", "evt_next_v200"), true);
 });
