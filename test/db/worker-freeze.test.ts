@@ -129,3 +129,39 @@ test("a worker frozen with SIGSTOP mid-handler: other entities keep settling, it
   );
   assert.deepEqual(guard.rows, [{ version: 101, dedupe_key: "frozen_3" }]);
 });
+
+test("a live handler that awaits something else for longer than a frozen worker's bound keeps its transaction", async () => {
+  await claimTestEvent(t.pool, t.ledger, {
+    source: "slow",
+    id: "slow_1",
+    entity: { type: "s", id: "s1", version: 1 },
+  });
+  const pool = createPool({ connectionString: t.url, role: "work", max: 2 });
+  const worker = startWorker({
+    pool,
+    connectionString: t.url,
+    ledger: t.ledger,
+    handlers: new Handlers().on("slow", "*", async (ctx) => {
+      if (!(await ctx.advance())) return;
+      // Past FROZEN_AFTER_MS (30 s) without a query of its own, well within its handler timeout.
+      await new Promise((r) => setTimeout(r, 35_000));
+      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'slow')`, [
+        ctx.event.id,
+      ]);
+    }),
+    log: silentLogger(),
+    concurrency: 1,
+    pollIntervalMs: 100,
+    handlerTimeoutMs: 120_000,
+  });
+  try {
+    await waitFor("the slow event settled", async () => (await unsettled("slow\\_%")) === 0, 90_000);
+  } finally {
+    await worker.stop(10_000);
+    await pool.end();
+  }
+  const { rows } = await t.pool.query(
+    `select status, outcome, attempts from ${t.ledger.s}.events where dedupe_key = 'slow_1'`,
+  );
+  assert.deepEqual(rows, [{ status: "settled", outcome: "applied", attempts: 1 }]);
+});
