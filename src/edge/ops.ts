@@ -24,6 +24,12 @@ export interface OpsOptions {
    * @defaultValue 1000
    */
   readonly timeoutMs?: number;
+  /**
+   * Consulted before the database: a reason while the process is still starting (the service waits for the
+   * database or for its migrations), `undefined` once it serves.
+   * @defaultValue always `undefined`
+   */
+  readonly starting?: () => NotReadyReason | undefined;
 }
 
 /**
@@ -32,7 +38,12 @@ export interface OpsOptions {
  * @example
  * // 503 {"status":"unavailable","reason":"migrations_pending"}: run `hookledger migrate`
  */
-export type NotReadyReason = "database_unreachable" | "database_timeout" | "migrations_pending";
+export type NotReadyReason =
+  | "database_unreachable"
+  | "database_timeout"
+  | "migrations_pending"
+  // The database answers and the schema is current, but the service has not finished starting.
+  | "starting";
 
 /**
  * The operational routes: `/metrics`, `/healthz`, `/readyz` (GET or HEAD).
@@ -77,6 +88,8 @@ export function createOpsHandler(options: OpsOptions): OpsHandler {
   const { log } = options;
 
   const readiness = async (): Promise<NotReadyReason | undefined> => {
+    const starting = options.starting?.();
+    if (starting !== undefined) return starting;
     try {
       await options.db.query("select 1");
     } catch (error) {
