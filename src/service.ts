@@ -72,7 +72,8 @@ export interface Service {
 
 /**
  * Starts the service: the database (embedded when no URL is configured), migrations, the HTTP receiver and the
- * worker, as configured. The HTTP server also answers `GET /metrics`, `/healthz` and `/readyz` (see
+ * worker, as configured. A database out of reach is waited for with back-off (see `untilDatabase`), the HTTP
+ * listener already up: `/readyz` answers 503 with the reason and webhooks 503 until the start completes. The HTTP server also answers `GET /metrics`, `/healthz` and `/readyz` (see
  * `createOpsHandler`).
  *
  * @example

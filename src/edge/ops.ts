@@ -76,7 +76,7 @@ const json = (status: number, body: unknown): Answer => ({
  * - `GET /healthz`: 200 `{"status":"ok"}` while the process runs (liveness; it never touches the database).
  * - `GET /readyz`: 200 `{"status":"ready"}` when `select 1` and the migrations check answer within `timeoutMs`
  *   and every shipped migration is applied; otherwise 503 `{"status":"unavailable","reason":…}` with a
- *   {@link NotReadyReason}.
+ *   {@link NotReadyReason} (while `starting` gives one, that one, without asking the database).
  * - `GET /metrics`: the Prometheus text format of `metrics.registry`.
  *
  * @example
