@@ -8,6 +8,7 @@ import type { Logger } from "../log.js";
 import { type RetryPolicy, retryDelay } from "./backoff.js";
 import { attemptContext } from "./context.js";
 import { failureText } from "./failure-text.js";
+import { FROZEN_AFTER_MS, keepTransactionAlive } from "./heartbeat.js";
 import type { Handlers } from "./handlers.js";
 
 /** What one attempt needs. */
@@ -64,11 +65,9 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
     client.off("error", onError);
   };
   try {
-    // Per transaction, so a pool configured for other work cannot end a long handler's session: Postgres ends a
-    // transaction left idle longer (a worker host that vanished mid-handler), and the event is due again.
-    await client.query(
-      `begin; set local idle_in_transaction_session_timeout = ${Math.round(deps.handlerTimeoutMs) + 15_000}`,
-    );
+    // Postgres ends a transaction left idle longer (a frozen worker, a host that vanished mid-handler), and the
+    // event is due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts).
+    await client.query(`begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS}`);
     const picked = await pickEvent(client, deps.ledger);
     if (!picked) {
       await client.query("commit");
@@ -224,6 +223,7 @@ async function runHandler(
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
   });
+  const stopBeating = keepTransactionAlive(client);
   try {
     const run = Promise.resolve().then(() => handler(attempt.ctx));
     // After a timeout the handler's own rejection has no one left to hear it; keep it from being "unhandled".
@@ -235,6 +235,7 @@ async function runHandler(
     const cut = err instanceof TimeoutError ? "timeout" : err instanceof AbandonedError ? "abandoned" : false;
     return { ok: false, error: err, cut };
   } finally {
+    stopBeating();
     attempt.end();
     clearTimeout(timer);
     if (onAbort) deps.signal?.removeEventListener("abort", onAbort);
