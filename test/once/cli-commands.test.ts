@@ -92,13 +92,13 @@ test("hookledger serve --since 24h exits 2 naming the option and listing exactly
   assert.equal(r.code, 2);
   assert.equal(
     r.stderr,
-    "hookledger serve: unknown option '--since'; serve takes --config, --port, --no-worker, --help (see `hookledger serve --help`)\n",
+    "hookledger serve: unknown option '--since'; serve takes --config, --port, --no-worker, --no-migrate, --ready-file, --help (see `hookledger serve --help`)\n",
   );
 });
 
 test("hookledger <command> with an unknown option exits 2 listing that command's options", async () => {
   for (const [args, takes] of [
-    [["worker", "--port", "1"], "worker takes --config, --help"],
+    [["worker", "--port", "1"], "worker takes --config, --no-migrate, --ready-file, --help"],
     [["migrate", "--dry-run"], "migrate takes --config, --help"],
     [["stats", "--until", "1h"], "stats takes --since, --source, --json, --config, --help"],
     [["prune", "--yes"], "prune takes --older-than, --tombstones-older-than, --source, --batch-size"],
