@@ -55,7 +55,7 @@ async function workDir(): Promise<string> {
   return dir;
 }
 
-/** `/readyz`'s status and reason, or `undefined` while nothing listens. */
+/** `/readyz`'s status and reason on the admin listener, or `undefined` while nothing listens. */
 async function readyz(port: number): Promise<{ status: number; reason?: string } | undefined> {
   try {
     const response = await fetch(`http://127.0.0.1:${port}/readyz`);
@@ -86,17 +86,18 @@ const env = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({
 test("serve started while the database is down waits, says so once in the log and on /readyz, then accepts a delivery", async () => {
   const cluster = await stoppedCluster();
   const port = await freePort();
+  const adminPort = await freePort();
   const schema = `outage_${randomBytes(4).toString("hex")}`;
-  const e = env({ DATABASE_URL: cluster.url, HOOKLEDGER_SCHEMA: schema });
+  const e = env({ DATABASE_URL: cluster.url, HOOKLEDGER_SCHEMA: schema, ADMIN_PORT: String(adminPort) });
   const serve = startCli(["serve", "--port", String(port)], { env: e, cwd: await workDir() });
   stops.push(() => serve.stop("SIGKILL"));
   try {
     await waitFor(
       "/readyz to answer 503 database_unreachable",
-      async () => (await readyz(port))?.reason === "database_unreachable",
+      async () => (await readyz(adminPort))?.reason === "database_unreachable",
       30_000,
     );
-    assert.equal((await readyz(port))?.status, 503);
+    assert.equal((await readyz(adminPort))?.status, 503);
     // A provider's delivery meanwhile is answered 503 with Retry-After, and counted.
     const early = await fetch(`http://127.0.0.1:${port}/webhooks/stripe`, { method: "POST", body: "{}" });
     assert.equal(early.status, 503);
@@ -119,7 +120,7 @@ test("serve started while the database is down waits, says so once in the log an
     const sent = await runCli(["send", "--url", url ?? ""], { env: e });
     assert.equal(sent.code, 0, sent.stderr);
     assert.match(sent.stdout, /"status":"accepted"/);
-    assert.equal((await readyz(port))?.status, 200);
+    assert.equal((await readyz(adminPort))?.status, 200);
 
     const waiting = records(serve, /^waiting for the database/);
     // The server may answer "starting up" (57P03) for a moment before it accepts: that is a state change, logged
@@ -164,13 +165,18 @@ test("serve --no-migrate on an unmigrated schema names the command, reports migr
   const schema = `outage_${randomBytes(4).toString("hex")}`;
   schemas.push(schema);
   const port = await freePort();
-  const e = env({ DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: schema });
+  const adminPort = await freePort();
+  const e = env({
+    DATABASE_URL: testDatabaseUrl(),
+    HOOKLEDGER_SCHEMA: schema,
+    ADMIN_PORT: String(adminPort),
+  });
   const serve = startCli(["serve", "--no-migrate", "--port", String(port)], { env: e, cwd: await workDir() });
   stops.push(() => serve.stop("SIGKILL"));
   try {
     await waitFor(
       "/readyz to answer 503 migrations_pending",
-      async () => (await readyz(port))?.reason === "migrations_pending",
+      async () => (await readyz(adminPort))?.reason === "migrations_pending",
       30_000,
     );
     await waitFor(
@@ -194,7 +200,7 @@ test("serve --no-migrate on an unmigrated schema names the command, reports migr
     const migrated = await runCli(["migrate"], { env: e });
     assert.equal(migrated.code, 0, migrated.stderr);
     await serve.waitForLine(/^hookledger listening on /m, 60_000);
-    assert.equal((await readyz(port))?.status, 200);
+    assert.equal((await readyz(adminPort))?.status, 200);
   } finally {
     assert.equal(await serve.stop("SIGTERM"), 0, serve.output());
   }
