@@ -15,6 +15,7 @@ export type ErrorCode =
   | "unavailable"
   | "body_already_parsed"
   | "in_flight"
+  | "too_many_failures"
   | "internal";
 
 const STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -25,6 +26,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   method_not_allowed: 405,
   payload_too_large: 413,
   unsupported_encoding: 415,
+  too_many_failures: 429,
   internal: 500,
   // The app's misconfiguration, not the sender's: a 5xx so the provider retries and nothing is lost once it is
   // fixed; never 2xx (the event would be lost), never 4xx (some providers treat 4xx as final).
@@ -43,6 +45,7 @@ const MESSAGE: Readonly<Record<ErrorCode, string>> = {
   method_not_allowed: "webhook deliveries must use POST",
   payload_too_large: "the body exceeds this source's size limit",
   unsupported_encoding: "Content-Encoding must be identity",
+  too_many_failures: "too many failed verifications from this address; retry later",
   internal: "",
   unavailable: "the ledger is unavailable; retry later",
   body_already_parsed: "a body parser consumed the request before hookledger could verify its raw bytes",

@@ -7,7 +7,7 @@ import { createInlineGuard } from "./edge/inline/guard.js";
 import type { InlineGuard, InlineMode } from "./edge/inline/types.js";
 import { type EdgeObserver, observers, type SeenCache } from "./edge/observer.js";
 import { createOpsHandler, type OpsHandler } from "./edge/ops.js";
-import { createReceiver, type Receiver } from "./edge/receiver.js";
+import { createReceiver, type Receiver, type ReceiverOptions } from "./edge/receiver.js";
 import { memorySeenCache } from "./cache/memory.js";
 import { ledgerContext } from "./ledger/context.js";
 import { createLogger, type Logger } from "./log.js";
@@ -16,6 +16,7 @@ import { type Handler, Handlers } from "./worker/handlers.js";
 import type { PayloadOf, SourceEventType, SourceMap, SourceProviders } from "./worker/payloads.js";
 import { startWorker, type Worker } from "./worker/worker.js";
 import { createStatsObserver } from "./stats/observer.js";
+import { createDuplicateCounter } from "./ledger/cached-duplicates.js";
 
 /**
  * Options of {@link createHookledger}: where the ledger lives, the sources and the handlers.
@@ -58,6 +59,13 @@ export interface HookledgerOptions {
   readonly replayToken?: string;
   /** Confirmed-duplicate short-circuit. @defaultValue memorySeenCache() */
   readonly seen?: SeenCache;
+  /**
+   * Failed verifications per client address before 429 (`ReceiverOptions.failureLimit`); `false` turns it off.
+   * @defaultValue 30 a minute
+   */
+  readonly failureLimit?: ReceiverOptions["failureLimit"];
+  /** Count failures per the last `X-Forwarded-For` entry: only behind a proxy that appends it. @defaultValue false */
+  readonly trustProxy?: boolean;
   /** Hears every answered delivery, besides the metrics. */
   readonly observer?: EdgeObserver;
 }
@@ -173,7 +181,9 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
   };
   // The per-minute counts behind `hookledger stats` (the duplicate rate a retrofit is judged by).
   const stats = createStatsObserver({ db: admin, ledger, log });
-  const observer = observers(metrics.observer, stats, options.observer, workerHint);
+  // Duplicates the cache answered still reach the ledger's counts, written in batches like the statistics.
+  const cachedDuplicates = createDuplicateCounter({ db: admin, ledger, log });
+  const observer = observers(metrics.observer, stats, cachedDuplicates, options.observer, workerHint);
   const receiver = createReceiver({
     sources: config.sources,
     db: ingest,
@@ -182,6 +192,8 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
     observer,
     seen: options.seen ?? memorySeenCache(),
     ...(options.replayToken !== undefined && { replayToken: options.replayToken }),
+    ...(options.failureLimit !== undefined && { failureLimit: options.failureLimit }),
+    ...(options.trustProxy !== undefined && { trustProxy: options.trustProxy }),
   });
   const guard = createInlineGuard({
     sources: config.sources,
@@ -224,6 +236,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
       closed = true;
       await worker?.stop(config.worker.shutdownGraceMs);
       await stats.close();
+      await cachedDuplicates.close();
       await Promise.all(owned.map((pool) => pool.end()));
     },
   };

@@ -35,6 +35,7 @@ export {
   type ReceiverOptions,
   type Source,
 } from "./edge/receiver.js";
+export type { FailureLimitOptions } from "./edge/failure-limit.js";
 export { createFetchHandler, type FetchHandlerOptions } from "./adapters/web/receiver.js";
 export { createNodeHandler, type NodeHandlerOptions } from "./adapters/node/receiver.js";
 export { createFetchGuard, type FetchGuardedHandler, type FetchGuardOptions } from "./adapters/web/guard.js";

@@ -5,15 +5,20 @@ import { memorySeenCache } from "./cache/memory.js";
 import { redisSeenCache } from "./cache/redis.js";
 import { type ResolvedConfig, workerTuning } from "./config/validate.js";
 import { startEmbeddedPostgres, writeConnectionFile } from "./db/embedded.js";
-import { migrate } from "./db/migrate.js";
+import { prepareLedger } from "./db/prepare.js";
+import { databaseAddress } from "./db/wait.js";
 import { createPool, type Pool } from "./db/pool.js";
 import { createReceiver } from "./edge/receiver.js";
 import { startPruner } from "./prune/schedule.js";
 import { startReconciler } from "./replay/reconciler.js";
 import { createStatsObserver } from "./stats/observer.js";
+import { writeAnswer } from "./adapters/node/io.js";
+import { createDuplicateCounter } from "./ledger/cached-duplicates.js";
 import { createNodeHandler } from "./adapters/node/receiver.js";
-import { observers, type SeenCache } from "./edge/observer.js";
-import { createOpsHandler, withOps } from "./edge/ops.js";
+import { type EdgeObserver, observers, type SeenCache } from "./edge/observer.js";
+import { createOpsHandler, type NotReadyReason, withOps } from "./edge/ops.js";
+import { routeFromPath } from "./edge/route.js";
+import { answerError } from "./errors.js";
 import { type LedgerContext, ledgerContext } from "./ledger/context.js";
 import type { Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
@@ -41,12 +46,26 @@ export interface ServiceOptions {
   readonly metrics?: Metrics;
   /** Without `serve`: a port for `/metrics`, `/healthz` and `/readyz` alone (0 picks one). */
   readonly metricsPort?: number;
+  /**
+   * Apply the ledger's migrations at start. `false` (a database role without DDL rights): only check them; while
+   * any is missing the log names the command to run, `/readyz` answers 503 `migrations_pending`, and the start
+   * waits until they are applied.
+   * @defaultValue true
+   */
+  readonly migrate?: boolean;
+  /**
+   * Stops a start that is still waiting for the database or its migrations: `startService` then closes what it
+   * opened and rejects with the signal's reason.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** A running receiver and/or worker. */
 export interface Service {
   /** `http://host:port` when serving. */
   readonly url: string | undefined;
+  /** With `serve`: `http://host:port` of the admin listener (`/metrics`, `/healthz`, `/readyz`). */
+  readonly adminUrl: string | undefined;
   readonly connectionString: string;
   /** The metrics served on `GET /metrics` (also fed when only the worker runs). */
   readonly metrics: Metrics;
@@ -56,8 +75,10 @@ export interface Service {
 
 /**
  * Starts the service: the database (embedded when no URL is configured), migrations, the HTTP receiver and the
- * worker, as configured. The HTTP server also answers `GET /metrics`, `/healthz` and `/readyz` (see
- * `createOpsHandler`).
+ * worker, as configured. A database out of reach is waited for with back-off (see `untilDatabase`), the HTTP
+ * listeners already up: `/readyz` answers 503 with the reason and webhooks 503 until the start completes.
+ * `GET /metrics`, `/healthz` and `/readyz` (see `createOpsHandler`) answer on an admin listener of their own
+ * (`config.admin`, loopback by default), never on the public webhook port (docs/architecture.md §4).
  *
  * @example
  * const service = await startService(resolveConfig(config), { log, serve: true, work: true });
@@ -87,54 +108,31 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
     const ledger = ledgerContext(config.schema);
     const admin = createPool({ connectionString, role: "admin", max: 2 });
     closers.push(() => admin.end());
-    const applied = await migrate(admin, config.schema);
-    if (applied.length > 0) log.info({ applied, schema: config.schema }, "migrations applied");
-    await options.setup?.(admin);
     const metrics = options.metrics ?? createMetrics();
-    metrics.trackBacklog({ db: admin, ledger, log });
 
-    let worker: Worker | undefined;
-    if (options.work) {
-      const work = createPool({
-        connectionString,
-        role: "work",
-        max: config.worker.concurrency,
-      });
-      closers.push(() => work.end());
-      worker = startWorker({
-        pool: work,
-        connectionString,
-        ledger,
-        handlers: config.handlers,
-        log,
-        ...workerTuning(config),
-        onAttempt: metrics.onAttempt,
-      });
-      const running = worker;
-      closers.push(() => running.stop(config.worker.shutdownGraceMs));
-      startSchedules(config, admin, ledger, log, closers);
-    }
-
-    const ops = createOpsHandler({ metrics, db: admin, ledger, log });
+    // The listener comes up first, so that /readyz says why while the start waits for the database or for its
+    // migrations; deliveries meanwhile are answered 503 with Retry-After (and counted), as in an outage.
+    let notReady: NotReadyReason | undefined = "starting";
+    const ops = createOpsHandler({ metrics, db: admin, ledger, log, starting: () => notReady });
+    const stats = options.serve ? createStatsObserver({ db: admin, ledger, log }) : undefined;
+    // Closed after the server (closers run in reverse), so the last counts are flushed once no request runs.
+    if (stats) closers.push(() => stats.close());
+    // Duplicates the cache answered, added to the ledger's counts in one statement every few seconds.
+    const cachedDuplicates = options.serve ? createDuplicateCounter({ db: admin, ledger, log }) : undefined;
+    if (cachedDuplicates) closers.push(() => cachedDuplicates.close());
+    const observer = stats ? observers(metrics.observer, stats, cachedDuplicates) : metrics.observer;
+    let webhooks: RequestListener = notYet(config, observer);
     let url: string | undefined;
+    let adminUrl: string | undefined;
     if (options.serve) {
-      const ingest = createPool({ connectionString, role: "ingest" });
-      closers.push(() => ingest.end());
-      const seen = await seenCache(admin, config.schema, options.redisUrl ?? process.env.REDIS_URL, log);
-      closers.push(() => seen.close());
-      // Closed after the server (closers run in reverse), so the last counts are flushed once no request runs.
-      const stats = createStatsObserver({ db: admin, ledger, log });
-      closers.push(() => stats.close());
-      const receiver = createReceiver({
-        sources: config.sources,
-        db: ingest,
-        ledger,
-        log,
-        observer: observers(metrics.observer, stats),
-        seen,
-        ...(config.replayToken !== undefined && { replayToken: config.replayToken }),
-      });
-      url = await serveHttp(withOps(ops, createNodeHandler(receiver)), config.port, config.host, closers);
+      url = await serveHttp((req, res) => webhooks(req, res), config.port, config.host, closers);
+      // The ops routes never answer on the public port (docs/architecture.md, "The admin listener").
+      adminUrl = await serveHttp(
+        withOps(ops, (_req, res) => res.writeHead(404).end()),
+        config.admin.port ?? adminPortFor(config.port),
+        config.admin.host,
+        closers,
+      );
     } else if (options.metricsPort !== undefined) {
       // A worker-only process serves just /metrics, /healthz and /readyz.
       url = await serveHttp(
@@ -144,11 +142,79 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         closers,
       );
     }
-    return { url, connectionString, metrics, stop: stopAll };
+
+    await prepareLedger({
+      pool: admin,
+      schema: config.schema,
+      migrate: options.migrate ?? true,
+      setup: options.setup,
+      log,
+      where: databaseAddress(connectionString) ?? "DATABASE_URL",
+      signal: options.signal,
+      onState: (state) => {
+        notReady = state ?? "starting";
+      },
+    });
+    metrics.trackBacklog({ db: admin, ledger, log });
+
+    if (options.work) {
+      const work = createPool({
+        connectionString,
+        role: "work",
+        max: config.worker.concurrency,
+      });
+      closers.push(() => work.end());
+      const worker: Worker = startWorker({
+        pool: work,
+        connectionString,
+        ledger,
+        handlers: config.handlers,
+        log,
+        ...workerTuning(config),
+        onAttempt: metrics.onAttempt,
+      });
+      closers.push(() => worker.stop(config.worker.shutdownGraceMs));
+      startSchedules(config, admin, ledger, log, closers);
+    }
+
+    if (options.serve) {
+      const ingest = createPool({ connectionString, role: "ingest" });
+      closers.push(() => ingest.end());
+      const seen = await seenCache(admin, config.schema, options.redisUrl ?? process.env.REDIS_URL, log);
+      closers.push(() => seen.close());
+      const receiver = createReceiver({
+        sources: config.sources,
+        db: ingest,
+        ledger,
+        log,
+        observer,
+        seen,
+        ...(config.replayToken !== undefined && { replayToken: config.replayToken }),
+        trustProxy: config.trustProxy,
+      });
+      webhooks = createNodeHandler(receiver);
+    }
+    notReady = undefined;
+    return { url, adminUrl, connectionString, metrics, stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;
   }
+}
+
+// Before the receiver exists: 503 with Retry-After for the configured sources' routes (a provider retries it),
+// counted like the receiver's own 503s; 404 for anything else, as the receiver would answer.
+function notYet(config: ResolvedConfig, observer: EdgeObserver): RequestListener {
+  const known = new Set(config.sources.map((s) => s.name));
+  return (req, res) => {
+    const route = routeFromPath((req.url ?? "/").split("?")[0] ?? "/", "/webhooks", "/replay");
+    if (route === undefined || !known.has(route.source)) {
+      writeAnswer(req, res, answerError("not_found"));
+      return;
+    }
+    observer.delivery({ source: route.source, result: "unavailable" });
+    writeAnswer(req, res, answerError("unavailable"));
+  };
 }
 
 // Memory always; Redis too when configured, its keys tied to this schema's oid (a ledger created again under the
@@ -242,4 +308,9 @@ function close(server: Server): Promise<void> {
     server.close(() => resolve());
     server.closeIdleConnections();
   });
+}
+
+// Next to the webhook port, so each instance's admin port follows from its own; a free one when that is picked too.
+function adminPortFor(port: number): number {
+  return port === 0 || port === 65535 ? 0 : port + 1;
 }

@@ -44,6 +44,8 @@ export interface RedisSeenCacheOptions {
  * await redis.connect(); // optional: otherwise at the first lookup
  */
 export interface RedisSeenCache extends SeenCache {
+  /** Whether the id is known (with a body hash). */
+  has(source: string, dedupeKey: string): Promise<boolean>;
   /** The Redis key of an event id. */
   keyOf(source: string, dedupeKey: string): string;
   /**
@@ -56,7 +58,8 @@ export interface RedisSeenCache extends SeenCache {
 }
 
 /**
- * The shared confirmed-duplicate cache: `SET key 1 EX ttl` after a claim committed, `EXISTS key` before a claim.
+ * The shared confirmed-duplicate cache: `SET key <hex sha256 of the stored body> EX ttl` after a claim committed,
+ * `GET key` before a claim (a value that is not a sha256, such as the `1` of earlier releases, is a miss).
  * Redis is never needed for a correct answer: while it is unreachable (the client connects lazily and reconnects
  * in the background; commands are never queued offline) every lookup is a miss without waiting, a slow command
  * fails after `commandTimeoutMs`, and a flushed or evicted key only sends that delivery to Postgres. The client,
@@ -112,15 +115,19 @@ export function redisSeenCache(options: RedisSeenCacheOptions): RedisSeenCache {
   };
   const keyOf = (source: string, dedupeKey: string) => `${prefix}${encodeURIComponent(source)}:${dedupeKey}`;
 
+  const get = async (source: string, dedupeKey: string): Promise<string | undefined> => {
+    if (!ready() || !redis) return undefined;
+    const value = await redis.get(keyOf(source, dedupeKey));
+    return value !== null && SHA256_HEX.test(value) ? value : undefined;
+  };
+
   return {
     keyOf,
-    async has(source, dedupeKey) {
-      if (!ready() || !redis) return false;
-      return (await redis.exists(keyOf(source, dedupeKey))) === 1;
-    },
-    add(source, dedupeKey) {
+    get,
+    has: async (source, dedupeKey) => (await get(source, dedupeKey)) !== undefined,
+    add(source, dedupeKey, bodySha256) {
       if (!ready() || !redis) return;
-      redis.set(keyOf(source, dedupeKey), "1", "EX", ttlSeconds).catch((error: Error) => {
+      redis.set(keyOf(source, dedupeKey), bodySha256, "EX", ttlSeconds).catch((error: Error) => {
         options.log?.warn(
           { source, eventId: dedupeKey, err: error.message },
           "Redis duplicate cache: SET failed",
@@ -150,6 +157,8 @@ export function redisSeenCache(options: RedisSeenCacheOptions): RedisSeenCache {
     },
   };
 }
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** The URL without its password, for logs. */
 function redactedUrl(url: string): string {

@@ -28,7 +28,8 @@ Options:
   -v, --version   print the version
 
 Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL, LOG_LEVEL,
-  LOG_FORMAT, HOOKLEDGER_EMBEDDED_PORT; METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port)
+  LOG_FORMAT, HOOKLEDGER_EMBEDDED_PORT, HOOKLEDGER_TRUST_PROXY; ADMIN_PORT and ADMIN_HOST (serve: /metrics, /healthz
+  and /readyz, default 127.0.0.1 on the next port); METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port)
 
 Examples:
   hookledger serve                          # the demo on an embedded Postgres

@@ -80,6 +80,19 @@ export interface HookledgerConfig {
   readonly host?: Configurable<string>;
   /** The listening port (0 picks a free one); `PORT` in the environment beats it. @defaultValue 3000 */
   readonly port?: Configurable<number>;
+  /**
+   * The admin listener of `hookledger serve`: `/metrics`, `/healthz` and `/readyz`, kept off the public webhook
+   * port. `ADMIN_PORT` and `ADMIN_HOST` in the environment beat these.
+   * @defaultValue `{ host: "127.0.0.1", port: <the webhook port + 1, or 0 when that is 0> }`
+   * @example admin: { port: 9464, host: "0.0.0.0" } // a scraper on another host
+   */
+  readonly admin?: { readonly port?: Configurable<number>; readonly host?: Configurable<string> };
+  /**
+   * Count failed verifications against the last `X-Forwarded-For` entry (the address a proxy in front appended)
+   * instead of the connection's. Only behind such a proxy: otherwise any client picks its own address.
+   * @defaultValue env("HOOKLEDGER_TRUST_PROXY") is "true" or "1", else false
+   */
+  readonly trustProxy?: boolean;
   readonly sources: readonly SourceConfig[];
   /**
    * The token `POST /replay/:source` accepts instead of a signature (`hookledger replay … --via URL` sends it in

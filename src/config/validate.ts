@@ -23,6 +23,10 @@ export interface ResolvedConfig {
   readonly sources: readonly Source[];
   /** The replay route's token (`HOOKLEDGER_REPLAY_TOKEN`); unset refuses every replay. */
   readonly replayToken: string | undefined;
+  /** The admin listener's address; `port` undefined: the webhook port + 1 (0 when that is 0). */
+  readonly admin: { readonly host: string; readonly port: number | undefined };
+  /** Failed verifications are counted per the last `X-Forwarded-For` entry. */
+  readonly trustProxy: boolean;
   readonly schedules: ResolvedSchedules;
   /** Legal but risky choices, each naming the field; the service logs them at start. */
   readonly warnings: readonly string[];
@@ -157,6 +161,8 @@ export function resolveConfig(
     ...resolveListen(config, environment, problems),
     sources,
     replayToken: read(config.replayToken ?? { env: "HOOKLEDGER_REPLAY_TOKEN" }),
+    admin: resolveAdmin(config, environment, problems),
+    trustProxy: config.trustProxy ?? /^(1|true)$/i.test(environment.HOOKLEDGER_TRUST_PROXY ?? ""),
     schedules: resolveSchedules(config.schedules, sources, environment, problems, checkSecrets),
     warnings,
     handlers,
@@ -204,4 +210,27 @@ function unknownHandlerSources(handlers: Handlers, sources: readonly { name?: un
 export function workerTuning(config: Pick<ResolvedConfig, "worker">) {
   const { concurrency, pollIntervalMs, handlerTimeoutMs, retry } = config.worker;
   return { concurrency, pollIntervalMs, handlerTimeoutMs, retry };
+}
+
+function resolveAdmin(
+  config: HookledgerConfig,
+  environment: NodeJS.ProcessEnv,
+  problems: string[],
+): ResolvedConfig["admin"] {
+  const fromEnv = environment.ADMIN_PORT === "" ? undefined : environment.ADMIN_PORT;
+  const text = fromEnv ?? readConfigurable(config.admin?.port, environment);
+  let port: number | undefined;
+  if (text !== undefined) {
+    const n = Number(text);
+    if (/^\d{1,5}$/.test(text.trim()) && n <= 65535) port = n;
+    else {
+      const field = fromEnv === undefined ? "admin.port" : "ADMIN_PORT (environment)";
+      problems.push(
+        `${field}: expected 0-65535, got ${JSON.stringify(text)}; set ADMIN_PORT or the config's admin.port`,
+      );
+    }
+  }
+  const host =
+    (environment.ADMIN_HOST || undefined) ?? readConfigurable(config.admin?.host, environment) ?? "127.0.0.1";
+  return { host, port };
 }

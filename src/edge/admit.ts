@@ -1,5 +1,6 @@
 import { type Answer, answerError } from "../errors.js";
 import type { Logger } from "../log.js";
+import { storableEvent } from "../ledger/storable.js";
 import type { ParsedEvent } from "../providers/types.js";
 import { readCapped } from "./body.js";
 import { replayTokenMatches } from "./replay-token.js";
@@ -89,7 +90,29 @@ export async function admitDelivery(
   }
   if ("reply" in verified)
     return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, reply: verified.reply };
-  return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, event: verified.event };
+  const event = storable(source, verified.event, log);
+  return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, event };
+}
+
+/**
+ * The event as the ledger can hold it (docs/architecture.md §4): a verified delivery is stored, never answered 503
+ * forever for a value Postgres refuses. Before the seen-cache and the claim, so both use the stored key.
+ */
+function storable(source: Source, parsed: ParsedEvent, log: Logger): ParsedEvent {
+  const { event, changes } = storableEvent(parsed);
+  if (changes.length > 0) {
+    log.warn(
+      {
+        source: source.name,
+        eventId: event.dedupeKey,
+        type: event.type,
+        changes,
+        ...(event.dedupeKey !== parsed.dedupeKey && { providerId: parsed.dedupeKey.slice(0, 200) }),
+      },
+      "delivery holds values the ledger cannot hold as they are: stored with them made storable, the raw body exact",
+    );
+  }
+  return event;
 }
 
 function admitReplay(
@@ -125,5 +148,5 @@ function admitReplay(
       reason: parsed.reason,
     };
   }
-  return { ok: true, bytes, secretIndex: null, event: parsed.event };
+  return { ok: true, bytes, secretIndex: null, event: storable(source, parsed.event, log) };
 }

@@ -4,6 +4,8 @@ export type DeliveryResult =
   | "duplicate"
   | "handshake"
   | "unauthorized"
+  /** A failed verification from an address over its limit: 429 instead of 401. */
+  | "rate_limited"
   | "malformed"
   | "unknown_source"
   | "method_not_allowed"
@@ -24,6 +26,8 @@ export interface DeliveryReport {
   readonly bodyMismatch?: boolean;
   /** A duplicate answered from the confirmed-duplicate cache, without the database. */
   readonly shortCircuit?: boolean;
+  /** The event's dedupe key, on a duplicate answered from the cache (the ledger's duplicate count is kept from it). */
+  readonly eventId?: string;
   /** Inline guard, shadow mode: a duplicate the app's handler ran for anyway (enforce mode would have skipped it). */
   readonly wouldSkip?: boolean;
   /**
@@ -44,16 +48,23 @@ export interface EdgeObserver {
 }
 
 /**
- * Event ids known to be committed in the ledger: a duplicate found here is answered without the database. Only
- * ids whose claim has committed may be added, so a hit is always a true duplicate; a miss just means "ask Postgres".
+ * Event ids known to be committed in the ledger, each with the sha256 of the body the ledger holds: a duplicate
+ * found here with the same body is answered without the database. Only ids whose claim has committed may be added,
+ * so a hit is always a true duplicate; a miss just means "ask Postgres". A hit whose body differs goes to Postgres,
+ * which records the mismatch (docs/architecture.md §3).
  *
  * @example
  * const seen: SeenCache = memorySeenCache({ max: 100_000 });
+ * await seen.get("stripe", "evt_1"); // "9f86d0…" (hex sha256 of the stored body) or undefined
  */
 export interface SeenCache {
-  has(source: string, dedupeKey: string): Promise<boolean>;
-  /** Records a committed event id; failures are the cache's own business (it never changes an answer). */
-  add(source: string, dedupeKey: string): void;
+  /** The hex sha256 of the stored body of a committed event; `undefined` when the id is not known here. */
+  get(source: string, dedupeKey: string): Promise<string | undefined>;
+  /**
+   * Records a committed event id with the hex sha256 of the body the ledger holds for it; failures are the
+   * cache's own business (it never changes an answer).
+   */
+  add(source: string, dedupeKey: string, bodySha256: string): void;
 }
 
 /** Fans one report out to several observers. */

@@ -24,6 +24,12 @@ export interface OpsOptions {
    * @defaultValue 1000
    */
   readonly timeoutMs?: number;
+  /**
+   * Consulted before the database: a reason while the process is still starting (the service waits for the
+   * database or for its migrations), `undefined` once it serves.
+   * @defaultValue always `undefined`
+   */
+  readonly starting?: () => NotReadyReason | undefined;
 }
 
 /**
@@ -32,7 +38,12 @@ export interface OpsOptions {
  * @example
  * // 503 {"status":"unavailable","reason":"migrations_pending"}: run `hookledger migrate`
  */
-export type NotReadyReason = "database_unreachable" | "database_timeout" | "migrations_pending";
+export type NotReadyReason =
+  | "database_unreachable"
+  | "database_timeout"
+  | "migrations_pending"
+  // The database answers and the schema is current, but the service has not finished starting.
+  | "starting";
 
 /**
  * The operational routes: `/metrics`, `/healthz`, `/readyz` (GET or HEAD).
@@ -65,7 +76,7 @@ const json = (status: number, body: unknown): Answer => ({
  * - `GET /healthz`: 200 `{"status":"ok"}` while the process runs (liveness; it never touches the database).
  * - `GET /readyz`: 200 `{"status":"ready"}` when `select 1` and the migrations check answer within `timeoutMs`
  *   and every shipped migration is applied; otherwise 503 `{"status":"unavailable","reason":…}` with a
- *   {@link NotReadyReason}.
+ *   {@link NotReadyReason} (while `starting` gives one, that one, without asking the database).
  * - `GET /metrics`: the Prometheus text format of `metrics.registry`.
  *
  * @example
@@ -77,6 +88,8 @@ export function createOpsHandler(options: OpsOptions): OpsHandler {
   const { log } = options;
 
   const readiness = async (): Promise<NotReadyReason | undefined> => {
+    const starting = options.starting?.();
+    if (starting !== undefined) return starting;
     try {
       await options.db.query("select 1");
     } catch (error) {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { claimFailureMessage } from "./claim-failure.js";
 import { type Answer, answerError, answerJson } from "../errors.js";
 import { claimEvent } from "../ledger/claim.js";
@@ -7,6 +8,7 @@ import type { Logger } from "../log.js";
 import type { HeaderBag, Provider } from "../providers/types.js";
 import { admitDelivery } from "./admit.js";
 import { withDeadline } from "./deadline.js";
+import { clientKey, type FailureLimitOptions, failureLimiter } from "./failure-limit.js";
 import { keptHeaders } from "./headers.js";
 import type { EdgeObserver, SeenCache } from "./observer.js";
 
@@ -52,6 +54,18 @@ export interface ReceiverOptions {
    * @example createReceiver({ ...options, replayToken: process.env.HOOKLEDGER_REPLAY_TOKEN })
    */
   readonly replayToken?: string | undefined;
+  /**
+   * Failed verifications per client address before they are answered 429 with `Retry-After` (docs/architecture.md
+   * §4); deliveries that verify are never limited. `false` turns the limit off.
+   * @defaultValue `{ maxFailures: 30, windowMs: 60_000, maxAddresses: 10_000 }`
+   */
+  readonly failureLimit?: FailureLimitOptions | false;
+  /**
+   * Count failures against the last `X-Forwarded-For` entry instead of the socket's address: set it only behind a
+   * proxy that appends that header (otherwise any client picks its own address).
+   * @defaultValue false
+   */
+  readonly trustProxy?: boolean;
 }
 
 /** One delivery, framework-neutral. */
@@ -67,6 +81,8 @@ export interface Delivery {
    * the event arrived by replay.
    */
   readonly viaReplay?: boolean;
+  /** The peer address of the connection (node adapters set it); failed verifications are counted against it. */
+  readonly clientAddress?: string;
 }
 
 /** The edge: verify, claim, answer. */
@@ -92,6 +108,12 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const { log, seen } = options;
   const observer = options.observer ?? { delivery: () => {} };
   const wakeups = notifyThrottle(options.db, options.ledger, log, options.wakeupWindowMs);
+  const limiter = options.failureLimit === false ? undefined : failureLimiter(options.failureLimit);
+
+  const overLimit = (delivery: Delivery): number | undefined => {
+    const key = clientKey(delivery.clientAddress, delivery.headers, options.trustProxy === true);
+    return key === undefined ? undefined : limiter?.fail(key, now());
+  };
 
   return {
     log,
@@ -106,12 +128,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         replayToken: options.replayToken,
       });
       if (!admitted.ok) {
+        const retryAfter = admitted.result === "unauthorized" ? overLimit(delivery) : undefined;
         observer.delivery({
           source: source.name,
-          result: admitted.result,
+          result: retryAfter === undefined ? admitted.result : "rate_limited",
           ...(admitted.reason !== undefined && { reason: admitted.reason }),
         });
-        return admitted.answer;
+        return retryAfter === undefined ? admitted.answer : tooManyFailures(retryAfter);
       }
       if ("reply" in admitted) {
         observer.delivery({ source: source.name, result: "handshake" });
@@ -119,8 +142,15 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       }
       const { event } = admitted;
       const fields = { source: source.name, eventId: event.dedupeKey, type: event.type };
-      if (await seenBefore(seen, source.name, event.dedupeKey, log)) {
-        observer.delivery({ source: source.name, result: "duplicate", shortCircuit: true });
+      const bodySha256 = createHash("sha256").update(admitted.bytes).digest("hex");
+      // A cached id with another body goes to Postgres, which counts and reports the mismatch.
+      if ((await cachedBodyHash(seen, source.name, event.dedupeKey, log)) === bodySha256) {
+        observer.delivery({
+          source: source.name,
+          result: "duplicate",
+          shortCircuit: true,
+          eventId: event.dedupeKey,
+        });
         log.info({ ...fields, result: "duplicate", shortCircuit: true }, "delivery received");
         return event.acknowledge ?? answerJson(200, { status: "duplicate", id: event.dedupeKey });
       }
@@ -143,8 +173,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           (late) => log.warn({ ...fields, late }, "claim finished after its 503"),
         );
         if (!notify && result.status === "accepted") wakeups.committedQuietly();
-        seen?.add(source.name, result.id);
         const bodyMismatch = result.status === "duplicate" && result.bodyMismatch;
+        // The cache holds the stored body's hash; after a mismatch only Postgres knows it.
+        if (!bodyMismatch) seen?.add(source.name, result.id, bodySha256);
         observer.delivery({
           source: source.name,
           result: result.status,
@@ -177,18 +208,23 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   };
 }
 
-async function seenBefore(
+function tooManyFailures(retryAfterSeconds: number): Answer {
+  const answer = answerError("too_many_failures");
+  return { ...answer, headers: { ...answer.headers, "retry-after": String(retryAfterSeconds) } };
+}
+
+async function cachedBodyHash(
   seen: SeenCache | undefined,
   source: string,
   key: string,
   log: Logger,
-): Promise<boolean> {
-  if (!seen) return false;
+): Promise<string | undefined> {
+  if (!seen) return undefined;
   try {
-    return await seen.has(source, key);
+    return await seen.get(source, key);
   } catch (error) {
     // The cache only short-circuits answers Postgres already gave; when it fails, Postgres answers.
     log.warn({ source, eventId: key, err: (error as Error).message }, "duplicate cache unavailable");
-    return false;
+    return undefined;
   }
 }

@@ -2,8 +2,10 @@ import { type LedgerContext, type Queryable, statement } from "./context.js";
 
 // Strictly lower only (`<`): a stored version equal to the seeded one is kept as it is, with the source and event
 // that wrote it. Nothing is lost, because the guard lets equal versions advance (advance.ts): the next event of that
-// version still applies. An id repeated within one batch keeps its highest version (an upsert cannot touch a row
-// twice in one statement). `xmax = 0` marks the rows this statement inserted rather than updated.
+// version still applies. A raised version drops the receipt order of the event that set the older one (null sorts
+// before every event), so any event of the seeded version advances. An id repeated within one batch keeps its
+// highest version (an upsert cannot touch a row twice in one statement). `xmax = 0` marks the rows this statement
+// inserted rather than updated.
 const upsertSql = statement(
   "backfill_versions",
   (s) => `insert into ${s}.entity_versions as v (entity_type, entity_id, version, source, dedupe_key)
@@ -14,7 +16,8 @@ from (
   order by t, i, n desc
 ) as d
 on conflict (entity_type, entity_id) do update
-  set version = excluded.version, source = excluded.source, dedupe_key = excluded.dedupe_key, applied_at = now()
+  set version = excluded.version, source = excluded.source, dedupe_key = excluded.dedupe_key, applied_at = now(),
+    received_at = null, seq = null
   where v.version < excluded.version
 returning (xmax = 0) as inserted`,
 );

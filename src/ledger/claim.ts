@@ -3,7 +3,13 @@ import type pg from "pg";
 import { isHookledgerPool, type PoolClient, withTransaction } from "../db/pool.js";
 import type { ParsedEvent } from "../providers/types.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
-import { notTombstonedSql, tombstoneDuplicate } from "./tombstone.js";
+import { storableEvent, storablePayloadJson } from "./storable.js";
+import {
+  againIfPrunedMeanwhile,
+  notTombstonedSql,
+  recheckTombstoneSql,
+  tombstoneDuplicate,
+} from "./tombstone.js";
 
 /** How an event reached the ledger. */
 export type ArrivedVia = "delivery" | "replay" | "requeue";
@@ -40,7 +46,9 @@ export type ClaimResult =
  * (unless `notify` is false), at READ COMMITTED with `synchronous_commit=on`: a duplicate racing an uncommitted
  * claim then waits for it and answers after it commits or aborts. On a pool made by `createPool` (whose sessions
  * pin both) it runs in autocommit; on any other `pg` pool (library mode) in an explicit transaction that sets both.
- * A client passed as `db` is used as it is: the caller's transaction, the caller's settings.
+ * A client passed as `db` is used as it is: the caller's transaction, the caller's settings. The event is first made
+ * storable (`storableEvent`: an over-long or NUL-bearing key hashed, an impossible time dropped), so the answer's
+ * `id` may be a `sha256:` key.
  *
  * @example
  * const { status, id } = await claimEvent(pool, ledger, { source: "stripe", event, body, headers: {}, secretIndex: 0, arrivedVia: "delivery" });
@@ -48,10 +56,11 @@ export type ClaimResult =
 export async function claimEvent(
   db: Queryable,
   ledger: LedgerContext,
-  input: ClaimInput,
+  claimed: ClaimInput,
 ): Promise<ClaimResult> {
-  if (isForeignPool(db)) return inClaimTransaction(db, (client) => claimOn(client, ledger, input));
-  return claimOn(db, ledger, input);
+  // The edge has already done this (and logged it); a library caller's event gets the same treatment.
+  const input = { ...claimed, event: storableEvent(claimed.event).event };
+  return withClaimSession(db, (session) => claimOn(session, ledger, input));
 }
 
 /**
@@ -63,7 +72,7 @@ export async function claimEvent(
  * const claim = await withClaimSession(appPool, (session) => session.query({ ...claimStatement(ledger), values }));
  */
 export function withClaimSession<T>(db: Queryable, claim: (db: Queryable) => Promise<T>): Promise<T> {
-  return isForeignPool(db) ? inClaimTransaction(db, claim) : claim(db);
+  return againIfPrunedMeanwhile(() => (isForeignPool(db) ? inClaimTransaction(db, claim) : claim(db)));
 }
 
 /** A `pg` pool (duck-typed: an app may load its own copy of `pg`) that `createPool` did not make. */
@@ -121,7 +130,7 @@ export const insertSql = (s: string, options: { inline?: boolean } = {}) => `ins
     }
   ${notTombstonedSql(s)}
   on conflict do nothing
-  returning dedupe_key${options.inline ? ", next_attempt_at" : ""}`;
+  returning dedupe_key${options.inline ? ", next_attempt_at" : ""}, ${recheckTombstoneSql(s)}`;
 
 /**
  * The values `$1`–`$14` of {@link insertSql} for one delivery.
@@ -138,7 +147,7 @@ export function insertValues(input: Omit<ClaimInput, "notify">, sha256: Uint8Arr
     input.body,
     sha256,
     event.dedupeOnBodyHash,
-    payloadJson(event.payload),
+    storablePayloadJson(event.payload),
     input.headers,
     input.secretIndex,
     event.entity?.type ?? null,
@@ -200,14 +209,3 @@ const duplicateSql = statement(
 )
 select counted.dedupe_key, existing.mismatch from counted join existing using (dedupe_key)`,
 );
-
-/**
- * The payload as jsonb text. Postgres jsonb cannot hold U+0000, which JSON allows: such characters become U+FFFD in
- * the payload (the raw body keeps them, byte-exact), so a verified event is never refused for it.
- */
-function payloadJson(payload: unknown): string {
-  const json = JSON.stringify(payload);
-  return json.includes("\\u0000")
-    ? JSON.stringify(payload, (_, v) => (typeof v === "string" ? v.replaceAll("\0", "\ufffd") : v))
-    : json;
-}

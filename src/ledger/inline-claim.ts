@@ -1,6 +1,16 @@
 import { createHash } from "node:crypto";
-import { type ClaimInput, countDuplicate, insertSql, insertValues, withClaimSession } from "./claim.js";
+import { type ClaimInput, insertSql, insertValues, withClaimSession } from "./claim.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
+import { tombstoneDuplicate } from "./tombstone.js";
+
+interface Decision {
+  readonly dedupe_key: string;
+  readonly taken: boolean;
+  readonly attempts: number | null;
+  readonly lease: string | null;
+  readonly mismatch: boolean;
+  readonly in_flight: boolean;
+}
 
 /**
  * What an inline claim decided (docs/architecture.md §7). `lease` is the row's `next_attempt_at` as exact epoch seconds: the
@@ -23,7 +33,10 @@ export type InlineClaimResult =
       readonly status: "duplicate";
       readonly id: string;
       readonly bodyMismatch: boolean;
-      /** An earlier delivery's run still holds its lease: it may yet fail, so this is not a settled duplicate. */
+      /**
+       * The row is still `inline`: an earlier delivery's run holds its lease (or took it over just now) and may yet
+       * fail, so this is not a settled duplicate.
+       */
       readonly inFlight: boolean;
     };
 
@@ -43,29 +56,39 @@ const inlineClaimSql = statement(
 select dedupe_key, extract(epoch from next_attempt_at)::text as lease from inserted`,
 );
 
-// The conflicting row is found as the duplicate count finds it. Only an inline row whose lease has run out (its
-// handler failed, or its process died) is taken; two deliveries racing for it serialise on the row lock and the
-// second, re-checking the predicate against the new lease, takes nothing and is a duplicate.
-const takeOverSql = statement(
-  "inline-take-over",
-  (s) => `update ${s}.events e
-set next_attempt_at = now() + $5::int * interval '1 millisecond'
-from (
-  (select dedupe_key from ${s}.events where source = $1::text and dedupe_key = $2::text)
+// After the insert conflicted, one statement decides (docs/architecture.md §7): it finds the conflicting row as the
+// duplicate count does, takes it over when it is an inline row whose lease has run out, and otherwise counts the
+// delivery as a duplicate and reports whether the row is still inline. Deciding in one snapshot matters: a row read
+// `inline` and not taken here belongs to a run that may yet fail (its lease live, or just renewed by a delivery
+// racing this one, found by the update's re-check under the row lock), so the delivery is answered "in flight",
+// never a 200 that would be final for the provider. Settled (or worker-owned) rows never become inline again, so
+// any other status is a true duplicate.
+const decideSql = statement(
+  "inline-decide",
+  (s) => `with existing as (
+  (select dedupe_key, body_sha256 <> $3::bytea as mismatch, status = 'inline' as inline from ${s}.events
+    where source = $1::text and dedupe_key = $2::text)
   union all
-  (select dedupe_key from ${s}.events
+  (select dedupe_key, false, status = 'inline' from ${s}.events
     where $4::boolean and source = $1::text and body_sha256 = $3::bytea and dedupe_on_body)
   limit 1
-) existing
-where e.source = $1::text and e.dedupe_key = existing.dedupe_key
-  and e.status = 'inline' and e.next_attempt_at <= now()
-returning e.dedupe_key, e.attempts, extract(epoch from e.next_attempt_at)::text as lease`,
-);
-
-const inFlightSql = statement(
-  "inline-in-flight",
-  (s) => `select status = 'inline' and next_attempt_at > now() as in_flight
-from ${s}.events where source = $1::text and dedupe_key = $2::text`,
+), taken as (
+  update ${s}.events e
+  set next_attempt_at = now() + $5::int * interval '1 millisecond'
+  from existing
+  where e.source = $1::text and e.dedupe_key = existing.dedupe_key
+    and e.status = 'inline' and e.next_attempt_at <= now()
+  returning e.dedupe_key, e.attempts, extract(epoch from e.next_attempt_at)::text as lease
+), counted as (
+  insert into ${s}.duplicates as d (source, dedupe_key, count, body_mismatches)
+  select $1::text, dedupe_key, 1, mismatch::int from existing where not exists (select from taken)
+  on conflict (source, dedupe_key) do update
+    set count = d.count + 1, body_mismatches = d.body_mismatches + excluded.body_mismatches, last_seen_at = now()
+  returning dedupe_key
+)
+select dedupe_key, true as taken, attempts, lease, false as mismatch, false as in_flight from taken
+union all
+select dedupe_key, false, null, null, existing.mismatch, existing.inline from counted join existing using (dedupe_key)`,
 );
 
 /**
@@ -104,20 +127,25 @@ async function claimInlineOn(
     });
     const claimed = inserted.rows[0];
     if (claimed) return { status: "claimed", id: claimed.dedupe_key, lease: claimed.lease };
-    const taken = await db.query<{ dedupe_key: string; attempts: number; lease: string }>({
-      ...takeOverSql(ledger),
+    const decided = await db.query<Decision>({
+      ...decideSql(ledger),
       values: [input.source, event.dedupeKey, sha256, event.dedupeOnBodyHash, lease],
     });
-    const row = taken.rows[0];
-    if (row) return { status: "taken_over", id: row.dedupe_key, lease: row.lease, attempts: row.attempts };
-    const duplicate = await countDuplicate(db, ledger, input, sha256);
-    if (duplicate) {
-      const state = await db.query<{ in_flight: boolean }>({
-        ...inFlightSql(ledger),
-        values: [input.source, duplicate.id],
-      });
-      return { ...duplicate, inFlight: state.rows[0]?.in_flight ?? false };
+    const row = decided.rows[0];
+    if (row?.taken) {
+      return {
+        status: "taken_over",
+        id: row.dedupe_key,
+        lease: row.lease ?? "",
+        attempts: row.attempts ?? 0,
+      };
     }
+    if (row) {
+      return { status: "duplicate", id: row.dedupe_key, bodyMismatch: row.mismatch, inFlight: row.in_flight };
+    }
+    // No live row: the event was pruned, so it was settled; its tombstone answers.
+    const pruned = await tombstoneDuplicate(db, ledger, input, sha256);
+    if (pruned) return { ...pruned, inFlight: false };
   }
   throw new Error(`claim of ${input.source}/${event.dedupeKey} conflicted with a row that no longer exists`);
 }

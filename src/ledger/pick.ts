@@ -8,6 +8,8 @@ export interface PickedEvent {
   readonly event_type: string;
   readonly payload: unknown;
   readonly received_at: Date;
+  /** The claim's place in the ledger (bigint as text): with `received_at`, the receipt order the guard's ties use. */
+  readonly seq: string | null;
   readonly occurred_at: Date | null;
   /** The number of this attempt: the count already includes it. */
   readonly attempts: number;
@@ -25,6 +27,17 @@ export type CountedAttempt =
 // The shortest and longest back-off of a counted attempt (see countSql).
 const LEASE_FLOOR_MS = 2000;
 const LEASE_CAP_MS = 30_000;
+
+// One event per entity in flight: the count tries a transaction-scoped advisory lock on the event's entity and skips
+// events whose entity another transaction holds (the count's own try ends with its statement). The attempt's
+// transaction takes the lock for good next to the row lock. A newer event of an entity whose event is still running
+// (or whose worker froze holding the guard's row lock) is then left due instead of taking a slot that would wait on
+// that lock. CASE fixes the order: an event without an entity takes no lock. The lock key is the schema, type and id
+// hashed to 64 bits (a collision only serialises two entities).
+function entityFree(quotedSchema: string): string {
+  const prefix = `'hookledger.entity:${quotedSchema.replaceAll('"', "")}' || chr(31)`;
+  return `pg_try_advisory_xact_lock(hashtextextended(${prefix} || entity_type || chr(31) || entity_id, 0))`;
+}
 
 // What last_error says of an attempt that ended without an outcome (format(), %s = the attempt's number).
 const UNRECORDED =
@@ -45,6 +58,7 @@ const countSql = statement(
     attempt_started_at is not null as unrecorded
   from ${s}.events
   where status in ('pending', 'failed') and next_attempt_at <= now()
+    and case when entity_type is null or entity_id is null then true else ${entityFree(s)} end
   order by next_attempt_at
   limit 1
   for update skip locked
@@ -59,7 +73,7 @@ set attempts = case when due.exhausted then e.attempts else e.attempts + 1 end,
         * interval '1 millisecond' end
 from due
 where e.source = due.source and e.dedupe_key = due.dedupe_key
-returning e.source, e.dedupe_key, e.event_type, e.payload, e.received_at, e.occurred_at, e.attempts,
+returning e.source, e.dedupe_key, e.event_type, e.payload, e.received_at, e.seq, e.occurred_at, e.attempts,
   e.entity_type, e.entity_id, e.entity_version, e.arrived_via, due.exhausted`,
 );
 
@@ -68,7 +82,7 @@ returning e.source, e.dedupe_key, e.event_type, e.payload, e.received_at, e.occu
 // worker's pick can hold the row for an instant (it locks, then finds the new back-off in the future), so this waits.
 const lockSql = statement(
   "pick-lock",
-  (s) => `select 1 from ${s}.events
+  (s) => `select entity_type is null or entity_id is null or ${entityFree(s)} as entity_free from ${s}.events
 where source = $1::text and dedupe_key = $2::text and attempts = $3::int
   and attempt_started_at is not null and status in ('pending', 'failed')
 for update`,
@@ -153,21 +167,24 @@ export async function countAttempt(
 }
 
 /**
- * Locks a counted event for the calling transaction, if it is still the attempt that was counted.
+ * Locks a counted event, and its entity, for the calling transaction. `moved`: the event is no longer at the attempt
+ * that was counted (another worker counted a newer one); `entity-busy`: another event of its entity is running, so
+ * give this attempt back ({@link uncountAttempt}) and let it wait its turn.
  *
  * @example
- * if (!(await lockAttempt(tx, ledger, counted.event))) return; // another worker took it on
+ * if ((await lockAttempt(tx, ledger, counted.event)) !== "locked") return;
  */
 export async function lockAttempt(
   tx: Queryable,
   ledger: LedgerContext,
   picked: PickedEvent,
-): Promise<boolean> {
-  const result = await tx.query({
+): Promise<"locked" | "moved" | "entity-busy"> {
+  const result = await tx.query<{ entity_free: boolean }>({
     ...lockSql(ledger),
     values: [picked.source, picked.dedupe_key, picked.attempts],
   });
-  return result.rows.length === 1;
+  const row = result.rows[0];
+  return !row ? "moved" : row.entity_free ? "locked" : "entity-busy";
 }
 
 /**

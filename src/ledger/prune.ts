@@ -14,9 +14,10 @@ export interface PruneBatch {
 }
 
 // Phase 1 marks: the batch's oldest settled rows (rows locked by anyone else are skipped, never waited for) get a
-// tombstone, committed before any row goes. A claim of the key whose snapshot predates this commit still meets
-// the live row (a conflict, so a duplicate); were the tombstone and the delete one statement, such a claim would
-// wait on the delete and then insert the key afresh.
+// tombstone, committed before any row goes. A claim of the key whose snapshot predates this commit meets the live
+// row (a conflict, so a duplicate) or, when its index probe comes after the delete, finds the tombstone in the
+// re-check it makes on the row it inserted (tombstone.ts, recheckTombstoneSql), which is why the tombstone must be
+// committed first.
 const markSql = statement(
   "prune-mark",
   (s) => `with doomed as (

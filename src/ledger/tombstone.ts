@@ -15,6 +15,38 @@ export const notTombstonedSql = (s: string) => `where not exists (select 1 from 
   and not ($6::boolean and exists (select 1 from ${s}.tombstones
     where source = $1::text and body_sha256 = $5::bytea and dedupe_on_body))`;
 
+/**
+ * The claim's second tombstone check, in its `returning` clause: on the row just inserted, once its index entries
+ * exist, `claim_recheck` (migration 007) looks for a tombstone with a fresh snapshot and raises `HLP01` when a
+ * prune tombstoned the key (or body hash) after the claim's snapshot and deleted its row before the claim's index
+ * probe. The first check alone cannot see that tombstone; this one must, since prune commits it before the delete.
+ *
+ * @example
+ * const sql = `insert into … on conflict do nothing returning dedupe_key, ${recheckTombstoneSql(s)}`;
+ */
+export const recheckTombstoneSql = (s: string) =>
+  `${s}.claim_recheck(source, dedupe_key, body_sha256, dedupe_on_body) as not_pruned`;
+
+/** The SQLSTATE `claim_recheck` raises. */
+const PRUNED_MEANWHILE = "HLP01";
+
+/**
+ * Runs a claim, and once more if a prune tombstoned its key while it ran (`HLP01`): the insert was aborted, and
+ * the second run sees the tombstone and answers duplicate. A claim on a caller's open transaction cannot run again
+ * (the error aborted that transaction), so the second run's error reaches the caller.
+ *
+ * @example
+ * const result = await againIfPrunedMeanwhile(() => claimOn(pool, ledger, input));
+ */
+export async function againIfPrunedMeanwhile<T>(claim: () => Promise<T>): Promise<T> {
+  try {
+    return await claim();
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== PRUNED_MEANWHILE) throw error;
+    return claim();
+  }
+}
+
 const tombstoneSql = statement(
   "tombstone",
   (s) => `(select dedupe_key, body_sha256 <> $3::bytea as mismatch from ${s}.tombstones

@@ -138,7 +138,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     delivery(report) {
       const source = report.result === "unknown_source" ? "" : report.source;
       deliveries.inc({ source, result: report.result });
-      if (report.result === "unauthorized") {
+      if (report.result === "unauthorized" || report.result === "rate_limited") {
         verificationFailures.inc({ source, reason: report.reason ?? "unknown" });
       }
       if (report.claimSeconds !== undefined) {

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { jsonTooDeep, TOO_DEEP_DETAIL } from "./json-depth.js";
 import type { ParseFailureReason } from "./types.js";
 
 /** HMAC digest algorithms a source may be configured with. */
@@ -68,12 +69,14 @@ export function withinWindow(timestampSeconds: number, nowMs: number, toleranceS
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/** Parses a body that must be a JSON object. */
+/** Parses a body that must be a JSON object, nested no deeper than `MAX_JSON_DEPTH`. */
 export function parseJsonObject(
   body: Uint8Array,
 ): { ok: true; value: Record<string, unknown> } | { ok: false; reason: ParseFailureReason; detail: string } {
   try {
-    const value: unknown = JSON.parse(decoder.decode(body));
+    const text = decoder.decode(body);
+    if (jsonTooDeep(text)) return { ok: false, reason: "body_too_deep", detail: TOO_DEEP_DETAIL };
+    const value: unknown = JSON.parse(text);
     if (value !== null && typeof value === "object" && !Array.isArray(value)) {
       return { ok: true, value: value as Record<string, unknown> };
     }

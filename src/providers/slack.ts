@@ -8,6 +8,7 @@ import {
   stringField,
   withinWindow,
 } from "./hmac.js";
+import { jsonTooDeep, TOO_DEEP_DETAIL } from "./json-depth.js";
 import type { ParsedEvent, Provider, VerifyInput, VerifyResult } from "./types.js";
 
 /** Options of the Slack provider. */
@@ -78,7 +79,9 @@ function parseSlackBody(body: Uint8Array, secretIndex: number): VerifyResult {
   } catch {
     return notSlack();
   }
-  const json = text.trimStart().startsWith("{") ? parseObject(text) : undefined;
+  const isJson = text.trimStart().startsWith("{");
+  if (isJson && jsonTooDeep(text)) return tooDeep();
+  const json = isJson ? parseObject(text) : undefined;
   if (json?.type === "url_verification") {
     const challenge = stringField(json.challenge);
     if (!challenge)
@@ -102,6 +105,10 @@ function notSlack(): Failure {
     reason: "body_not_json",
     detail: "the body must be a JSON object or a form with `payload` or `command`",
   };
+}
+
+function tooDeep(): Failure {
+  return { ok: false, reason: "body_too_deep", detail: TOO_DEEP_DETAIL };
 }
 
 function parseObject(text: string): Record<string, unknown> | undefined {
@@ -158,6 +165,7 @@ function formBody(form: URLSearchParams, raw: Uint8Array): Parsed {
   };
   const interaction = form.get("payload");
   if (interaction !== null) {
+    if (jsonTooDeep(interaction)) return tooDeep();
     const payload = parseObject(interaction);
     if (!payload)
       return { ok: false, reason: "body_not_json", detail: "the form's `payload` is not a JSON object" };

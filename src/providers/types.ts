@@ -34,8 +34,15 @@ export type VerifyFailureReason =
   | "timestamp_missing"
   | "timestamp_outside_window";
 
-/** A verified delivery that cannot become an event: answered 400 with `detail`. */
-export type ParseFailureReason = "body_not_json" | "event_id_missing" | "event_type_missing";
+/**
+ * A verified delivery that cannot become an event: answered 400 with `detail`. `body_too_deep`: the JSON nests
+ * deeper than 512 levels (docs/architecture.md §4).
+ */
+export type ParseFailureReason =
+  | "body_not_json"
+  | "body_too_deep"
+  | "event_id_missing"
+  | "event_type_missing";
 
 /** The business object an event describes and its monotonic version (seconds, milliseconds or a counter). */
 export interface EntityRef {

@@ -10,6 +10,7 @@ const COLUMNS: readonly [string, (s: SourceStats) => string][] = [
   ["retries", (s) => String(s.retries)],
   ["body mismatches", (s) => String(s.bodyMismatches)],
   ["refused", (s) => String(s.refused)],
+  ["503s", (s) => String(s.unavailable)],
 ];
 
 const LEDGER_COLUMNS: readonly [string, (s: SourceLedgerStats) => string][] = [

@@ -6,7 +6,7 @@ import type { Logger } from "../log.js";
  * The counters kept per source and minute (the columns of `delivery_stats`).
  *
  * @example
- * const counts: DeliveryCounts = { accepted: 1, duplicates: 0, wouldSkip: 0, mismatches: 0, refused: 0, retried: 0 };
+ * const counts: DeliveryCounts = { accepted: 1, duplicates: 0, wouldSkip: 0, mismatches: 0, refused: 0, retried: 0, unavailable: 0 };
  */
 export interface DeliveryCounts {
   /** New events: the first delivery of each. */
@@ -21,6 +21,8 @@ export interface DeliveryCounts {
   refused: number;
   /** Inline guard: deliveries that ran an event again after its earlier run failed or died. */
   retried: number;
+  /** Answered 503 (the ledger out of reach, a claim past its deadline, a service still starting): retried later. */
+  unavailable: number;
 }
 
 /**
@@ -59,34 +61,45 @@ export interface StatsObserver extends EdgeObserver {
 
 const REFUSED: ReadonlySet<DeliveryResult> = new Set([
   "unauthorized",
+  "rate_limited",
   "malformed",
   "method_not_allowed",
   "payload_too_large",
   "unsupported_encoding",
 ]);
 
-const COLUMNS = ["accepted", "duplicates", "wouldSkip", "mismatches", "refused", "retried"] as const;
+const COLUMNS = [
+  "accepted",
+  "duplicates",
+  "wouldSkip",
+  "mismatches",
+  "refused",
+  "retried",
+  "unavailable",
+] as const;
 
 const upsertSql = statement(
   "stats-upsert",
   (s) => `insert into ${s}.delivery_stats as d
-  (source, minute, accepted, duplicates, would_skip, mismatches, refused, retried)
+  (source, minute, accepted, duplicates, would_skip, mismatches, refused, retried, unavailable)
 select * from unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
-  $7::bigint[], $8::bigint[])
+  $7::bigint[], $8::bigint[], $9::bigint[])
 on conflict (source, minute) do update set
   accepted = d.accepted + excluded.accepted,
   duplicates = d.duplicates + excluded.duplicates,
   would_skip = d.would_skip + excluded.would_skip,
   mismatches = d.mismatches + excluded.mismatches,
   refused = d.refused + excluded.refused,
-  retried = d.retried + excluded.retried`,
+  retried = d.retried + excluded.retried,
+  unavailable = d.unavailable + excluded.unavailable`,
 );
 
 /**
  * Counts deliveries in memory per source and minute and adds them to `delivery_stats` with one upsert every
  * `flushMs` and on `close()`, so receivers on many hosts add up and the numbers outlive restarts. The hot path
  * only increments a counter. Counts not yet written when the process dies (at most `flushMs` of them) are lost:
- * statistics, not the ledger. Unknown sources (404) and 503s are not counted; handshakes neither.
+ * statistics, not the ledger. 503s are counted as `unavailable` (kept in memory while the database is out of
+ * reach, written once it is back); unknown sources (404) and handshakes are not counted.
  *
  * @example
  * const stats = createStatsObserver({ db: pool, ledger, log });
@@ -151,6 +164,10 @@ export function createStatsObserver(options: StatsObserverOptions): StatsObserve
   return {
     delivery(report: DeliveryReport) {
       if (report.result === "unknown_source") return;
+      if (report.result === "unavailable") {
+        bucket(report.source).unavailable++;
+        return;
+      }
       const isRefused = REFUSED.has(report.result);
       if (!isRefused && report.result !== "accepted" && report.result !== "duplicate") return;
       const counts = bucket(report.source);
@@ -177,5 +194,5 @@ export function createStatsObserver(options: StatsObserverOptions): StatsObserve
 }
 
 function zero(): DeliveryCounts {
-  return { accepted: 0, duplicates: 0, wouldSkip: 0, mismatches: 0, refused: 0, retried: 0 };
+  return { accepted: 0, duplicates: 0, wouldSkip: 0, mismatches: 0, refused: 0, retried: 0, unavailable: 0 };
 }

@@ -26,6 +26,11 @@ export interface SourceStats {
   readonly bodyMismatches: number;
   /** Deliveries refused before the ledger (signature, malformed, method, size, encoding). */
   readonly refused: number;
+  /**
+   * Deliveries answered 503 (the ledger out of reach, a claim past its deadline, a service still starting); the
+   * provider retries them. Not part of `deliveries`.
+   */
+  readonly unavailable: number;
 }
 
 /**
@@ -46,7 +51,8 @@ const statsSql = statement(
 select w.since, d.source,
   coalesce(sum(d.accepted), 0)::float8 as accepted, coalesce(sum(d.duplicates), 0)::float8 as duplicates,
   coalesce(sum(d.would_skip), 0)::float8 as would_skip, coalesce(sum(d.mismatches), 0)::float8 as mismatches,
-  coalesce(sum(d.refused), 0)::float8 as refused, coalesce(sum(d.retried), 0)::float8 as retried
+  coalesce(sum(d.refused), 0)::float8 as refused, coalesce(sum(d.retried), 0)::float8 as retried,
+  coalesce(sum(d.unavailable), 0)::float8 as unavailable
 from w left join ${s}.delivery_stats d on d.minute >= w.since and ($2::text is null or d.source = $2::text)
 group by w.since, d.source
 order by d.source`,
@@ -61,6 +67,7 @@ interface Row {
   mismatches: number;
   refused: number;
   retried: number;
+  unavailable: number;
 }
 
 /**
@@ -94,6 +101,7 @@ export async function readDeliveryStats(
         retries: r.retried,
         bodyMismatches: r.mismatches,
         refused: r.refused,
+        unavailable: r.unavailable,
       },
     ];
   });

@@ -141,6 +141,7 @@ function picked<P>(event: TestEvent<P>): PickedEvent {
     event_type: event.type,
     payload: event.payload,
     received_at: event.receivedAt ?? new Date(),
+    seq: null,
     occurred_at: event.occurredAt ?? null,
     attempts: event.attempt ?? 1,
     entity_type: event.entity?.type ?? null,

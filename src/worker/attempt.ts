@@ -13,6 +13,7 @@ import { type Outcome, settleEvent } from "../ledger/settle.js";
 import type { Logger } from "../log.js";
 import { type RetryPolicy, retryDelay } from "./backoff.js";
 import { failureText } from "./failure-text.js";
+import { FROZEN_AFTER_MS } from "./heartbeat.js";
 import type { Handlers } from "./handlers.js";
 import { runHandler } from "./handler-run.js";
 
@@ -85,15 +86,16 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
       reportAttempt(deps, picked, started, "dead");
       return true;
     }
-    // Per transaction, so a pool configured for other work cannot end a long handler's session: Postgres ends a
-    // transaction left idle longer (a worker host that vanished mid-handler), and the event is due again.
-    await client.query(
-      `begin; set local idle_in_transaction_session_timeout = ${Math.round(deps.handlerTimeoutMs) + 15_000}`,
-    );
-    if (!(await lockAttempt(client, deps.ledger, picked))) {
-      // This worker stalled past the attempt's back-off and another one counted a newer attempt meanwhile.
+    // Postgres ends a transaction left idle longer (a frozen worker, a host that vanished mid-handler), and the
+    // event is due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts).
+    await client.query(`begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS}`);
+    const lock = await lockAttempt(client, deps.ledger, picked);
+    if (lock !== "locked") {
       await client.query("rollback");
-      reportAttempt(deps, picked, started, "missing");
+      // "moved": this worker stalled past the attempt's back-off and another one counted a newer attempt meanwhile.
+      if (lock === "moved") reportAttempt(deps, picked, started, "missing");
+      // "entity-busy": an event of the same entity started running since the count; this one waits its turn.
+      else await uncountAttempt(client, deps.ledger, picked);
       return true;
     }
     const result = await runHandler(deps, client, picked);

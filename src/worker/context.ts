@@ -118,6 +118,8 @@ export function attemptContext(
         version: encoded.version,
         source: picked.source,
         dedupeKey: picked.dedupe_key,
+        receivedAt: picked.received_at,
+        seq: picked.seq,
       });
       if (!advanced) stale = true;
       return advanced;

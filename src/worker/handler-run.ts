@@ -3,6 +3,7 @@ import { armAttempt, type PickedEvent } from "../ledger/pick.js";
 import type { Outcome } from "../ledger/settle.js";
 import type { AttemptDeps } from "./attempt.js";
 import { attemptContext } from "./context.js";
+import { keepTransactionAlive } from "./heartbeat.js";
 
 class TimeoutError extends Error {}
 class AbandonedError extends Error {}
@@ -44,6 +45,7 @@ export async function runHandler(
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
   });
+  const stopBeating = keepTransactionAlive(client);
   try {
     const run = Promise.resolve().then(() => handler(attempt.ctx));
     // After a timeout the handler's own rejection has no one left to hear it; keep it from being "unhandled".
@@ -55,6 +57,7 @@ export async function runHandler(
     const cut = err instanceof TimeoutError ? "timeout" : err instanceof AbandonedError ? "abandoned" : false;
     return { ok: false, error: err, cut, ended: attempt.endedTransaction() };
   } finally {
+    stopBeating();
     attempt.end();
     clearTimeout(timer);
     if (onAbort) deps.signal?.removeEventListener("abort", onAbort);

@@ -28,8 +28,9 @@ export interface HandlerContext<P = unknown> {
   readonly tx: PoolClient;
   /**
    * The version guard (docs/architecture.md §6). Returns false when a newer version of the entity was already applied: skip
-   * the writes and return; the event settles as `stale`. Equal versions advance. Without arguments it guards the
-   * entity the provider reported. A number or numeric string is stored as given; a `Date` or ISO 8601 string as
+   * the writes and return; the event settles as `stale`. Equal versions advance, unless an event received later than
+   * this one applied that version (the event received last wins). Without arguments it guards the entity the
+   * provider reported. A number or numeric string is stored as given; a `Date` or ISO 8601 string as
    * milliseconds (Stripe's own version, `created`, is in seconds: pass seconds for Stripe entities).
    *
    * @example

@@ -2,7 +2,7 @@
 // claim committed.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { memorySeenCache } from "hookledger";
+import { memorySeenCache, silentLogger } from "hookledger";
 import { createPool, type Pool } from "hookledger";
 import type { ReceiverOptions } from "hookledger";
 import type { DeliveryReport } from "hookledger";
@@ -10,6 +10,10 @@ import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { ledgerCounts } from "../helpers/http.js";
 import { freePort } from "../helpers/net.js";
 import { counting, postOnce } from "../helpers/cache.js";
+import { stripeBody } from "../helpers/http.js";
+import { createDuplicateCounter } from "../../src/ledger/cached-duplicates.js";
+
+const H1 = "a".repeat(64);
 
 let t: TestLedger;
 let ingest: Pool;
@@ -27,19 +31,20 @@ async function post(options: Partial<ReceiverOptions> & Pick<ReceiverOptions, "d
 
 test("memorySeenCache keeps at most max ids, dropping the least recently used", async () => {
   const seen = memorySeenCache({ max: 2 });
-  seen.add("stripe", "evt_1");
-  seen.add("stripe", "evt_2");
+  seen.add("stripe", "evt_1", H1);
+  seen.add("stripe", "evt_2", H1);
   assert.equal(await seen.has("stripe", "evt_1"), true); // evt_1 is now the most recent
-  seen.add("stripe", "evt_3");
+  seen.add("stripe", "evt_3", H1);
   assert.equal(seen.size, 2);
   assert.equal(await seen.has("stripe", "evt_2"), false);
   assert.equal(await seen.has("stripe", "evt_1"), true);
   assert.equal(await seen.has("stripe", "evt_3"), true);
+  assert.equal(await seen.get("stripe", "evt_3"), H1, "the body's hash is kept with the id");
 });
 
 test("memorySeenCache keeps sources apart and refuses a max below 1", async () => {
   const seen = memorySeenCache();
-  seen.add("stripe", "evt_1");
+  seen.add("stripe", "evt_1", H1);
   assert.equal(await seen.has("stripe-eu", "evt_1"), false);
   assert.throws(() => memorySeenCache({ max: 0 }), /positive integer/);
 });
@@ -61,8 +66,54 @@ test("receiver with memorySeenCache: a committed id's duplicate is answered with
   });
   assert.equal(db.count, before, "the cached duplicate must not reach the database");
   assert.equal(reports.at(-1)?.shortCircuit, true);
-  // Not counted in the ledger's duplicates either: the cache answered.
+  // Counted in the ledger only through a duplicate counter (the service's and createHookledger's observer).
   assert.deepEqual(await ledgerCounts(t.pool, t.ledger, "evt_mem", "stripe"), { events: 1, duplicates: 0 });
+});
+
+const mismatches = async (id: string) => {
+  const { rows } = await t.pool.query<{ n: number }>(
+    `select coalesce(sum(body_mismatches), 0)::int as n from ${t.ledger.s}.duplicates where dedupe_key = $1::text`,
+    [id],
+  );
+  return rows[0]?.n;
+};
+
+test("receiver with memorySeenCache: a same-id delivery with another body is an alarm on a warm cache too", async () => {
+  const seen = memorySeenCache();
+  const reports: DeliveryReport[] = [];
+  const options = { db: ingest, seen, observer: { delivery: (r: DeliveryReport) => reports.push(r) } };
+  assert.equal((await post(options, "evt_mem_mismatch")).body.status, "accepted");
+  assert.equal((await post(options, "evt_mem_mismatch")).body.status, "duplicate");
+  assert.equal(reports.at(-1)?.shortCircuit, true, "the same body is answered from the cache");
+  const other = stripeBody("evt_mem_mismatch", { type: "customer.subscription.deleted" });
+  const reply = await postOnce(t.ledger, options, "evt_mem_mismatch", other);
+  assert.deepEqual(reply.body, { status: "duplicate", id: "evt_mem_mismatch" });
+  assert.equal(reports.at(-1)?.bodyMismatch, true, "the mismatch reaches the metrics and statistics");
+  assert.equal(await mismatches("evt_mem_mismatch"), 1, "and the ledger's duplicates.body_mismatches");
+});
+
+test("a duplicate counter adds cached duplicates to the ledger's count in one write per flush", async () => {
+  const seen = memorySeenCache();
+  const counter = createDuplicateCounter({ db: t.pool, ledger: t.ledger, log: silentLogger() });
+  try {
+    const db = counting(ingest);
+    const options = { db, seen, observer: counter };
+    assert.equal((await post(options, "evt_mem_count")).body.status, "accepted");
+    const before = db.count;
+    for (let i = 0; i < 3; i++) assert.equal((await post(options, "evt_mem_count")).body.status, "duplicate");
+    assert.equal(db.count, before, "no database round trip on the cached path");
+    assert.deepEqual(await ledgerCounts(t.pool, t.ledger, "evt_mem_count", "stripe"), {
+      events: 1,
+      duplicates: 0,
+    });
+    await counter.flush();
+    assert.deepEqual(await ledgerCounts(t.pool, t.ledger, "evt_mem_count", "stripe"), {
+      events: 1,
+      duplicates: 3,
+    });
+  } finally {
+    await counter.close();
+  }
 });
 
 test("receiver with memorySeenCache: a duplicate answered by Postgres enters the cache too", async () => {

@@ -12,10 +12,11 @@ import type { ReceiverOptions } from "hookledger";
 import type { DeliveryReport } from "hookledger";
 import { silentLogger } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
-import { ledgerCounts } from "../helpers/http.js";
+import { ledgerCounts, stripeBody } from "../helpers/http.js";
 import { freePort } from "../helpers/net.js";
 import { counting, postOnce } from "../helpers/cache.js";
 
+const H1 = "b".repeat(64);
 const REDIS_URL = process.env.HOOKLEDGER_TEST_REDIS_URL ?? "redis://127.0.0.1:6379/15";
 
 async function probe(): Promise<string | false> {
@@ -87,6 +88,33 @@ test("redisSeenCache: another receiver answers a committed id's duplicate from R
   assert.deepEqual(reply.body, { status: "duplicate", id: "evt_shared" });
   assert.equal(db.count, 0, "the cached duplicate must not reach the database");
   assert.equal(reports[0]?.shortCircuit, true);
+});
+
+test("redisSeenCache: a same-id delivery with another body is an alarm on a warm cache too", {
+  skip,
+}, async () => {
+  const first = cache();
+  await first.connect();
+  assert.equal((await post({ db: ingest, seen: first }, "evt_redis_mismatch")).body.status, "accepted");
+  await waitFor("the id to reach Redis", async () => (await inRedis("evt_redis_mismatch")) === 1, 5000);
+  const second = cache();
+  await second.connect();
+  const reports: DeliveryReport[] = [];
+  const options = {
+    db: ingest,
+    seen: second,
+    observer: { delivery: (r: DeliveryReport) => reports.push(r) },
+  };
+  assert.equal((await post(options, "evt_redis_mismatch")).body.status, "duplicate");
+  assert.equal(reports.at(-1)?.shortCircuit, true, "the same body is answered from Redis");
+  const other = stripeBody("evt_redis_mismatch", { type: "customer.subscription.deleted" });
+  const reply = await postOnce(t.ledger, options, "evt_redis_mismatch", other);
+  assert.deepEqual(reply.body, { status: "duplicate", id: "evt_redis_mismatch" });
+  assert.equal(reports.at(-1)?.bodyMismatch, true, "the mismatch reaches the metrics and statistics");
+  const { rows } = await t.pool.query<{ n: number }>(
+    `select body_mismatches::int as n from ${t.ledger.s}.duplicates where dedupe_key = 'evt_redis_mismatch'`,
+  );
+  assert.equal(rows[0]?.n, 1, "and the ledger's duplicates.body_mismatches");
 });
 
 test("redisSeenCache keys hold prefix, schema, source and dedupe key, and expire after 7 days", {
@@ -181,10 +209,13 @@ test("layeredSeenCache: a hit in Redis is copied into memory; add records in bot
   const redis = cache();
   await redis.connect();
   const seen = layeredSeenCache(memory, redis);
-  await admin.set(redis.keyOf("stripe", "evt_layer_hit"), "1");
-  assert.equal(await seen.has("stripe", "evt_layer_hit"), true);
-  assert.equal(await memory.has("stripe", "evt_layer_hit"), true);
-  seen.add("stripe", "evt_layer_add");
+  await admin.set(redis.keyOf("stripe", "evt_layer_hit"), H1);
+  assert.equal(await seen.get("stripe", "evt_layer_hit"), H1);
+  assert.equal(await memory.get("stripe", "evt_layer_hit"), H1);
+  // The bare "1" of earlier releases carries no hash: a miss, so Postgres answers and the key is rewritten.
+  await admin.set(redis.keyOf("stripe", "evt_layer_legacy"), "1");
+  assert.equal(await seen.has("stripe", "evt_layer_legacy"), false);
+  seen.add("stripe", "evt_layer_add", H1);
   assert.equal(await memory.has("stripe", "evt_layer_add"), true);
   await waitFor("the id to reach Redis", async () => (await inRedis("evt_layer_add")) === 1, 5000);
 });
@@ -193,14 +224,14 @@ test("layeredSeenCache: a layer that fails is skipped; the error surfaces only w
   skip,
 }, async () => {
   const broken = {
-    has: () => Promise.reject(new Error("redis timed out")),
+    get: () => Promise.reject(new Error("redis timed out")),
     add: () => {
       throw new Error("must not break the others");
     },
   };
   const memory = memorySeenCache();
   const seen = layeredSeenCache(broken, memory);
-  seen.add("stripe", "evt_1");
+  seen.add("stripe", "evt_1", H1);
   assert.equal(await seen.has("stripe", "evt_1"), true);
   await assert.rejects(seen.has("stripe", "evt_unknown"), /redis timed out/);
 });
@@ -224,7 +255,7 @@ test("redisSeenCache reconnects by itself after Redis went away and came back", 
   const seen = cache(`redis://127.0.0.1:${port}${target.pathname}`);
   try {
     await seen.connect();
-    seen.add("stripe", "evt_reconnect");
+    seen.add("stripe", "evt_reconnect", H1);
     await waitFor("the id to reach Redis", () => seen.has("stripe", "evt_reconnect"), 5000);
 
     await new Promise<void>((resolve) => {

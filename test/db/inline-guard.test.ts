@@ -127,6 +127,13 @@ test("a GitHub body re-sent under a new X-GitHub-Delivery is a duplicate of the 
       body: payload,
     });
   assert.equal((await postGithub("7c1d5a40-0000-4000-8000-000000000001")).text, "ok");
+  // The run settles just after its answer; until then a copy is in flight (503), not a duplicate.
+  await waitFor("the first run to settle", async () => {
+    const { rows } = await bed.t.pool.query(
+      `select 1 from ${bed.t.ledger.s}.events where source = 'github' and status = 'settled'`,
+    );
+    return rows.length === 1;
+  });
   bed.assertDuplicate(
     await postGithub("7c1d5a40-0000-4000-8000-000000000002"),
     "7c1d5a40-0000-4000-8000-000000000001",

@@ -148,7 +148,7 @@ test("/readyz answers 503 within its timeout when the database is down or silent
   assert.equal((await get(`${url}/healthz`)).status, 200);
 });
 
-test("startService serves /metrics, /healthz, /readyz beside the webhooks; the worker's attempts are counted", async () => {
+test("startService serves /metrics, /healthz, /readyz on its admin listener only; the worker's attempts are counted", async () => {
   const lines: string[] = [];
   const service = await startService(
     resolveConfig(
@@ -170,14 +170,25 @@ test("startService serves /metrics, /healthz, /readyz beside the webhooks; the w
     },
   );
   closers.push(() => service.stop());
-  const url = service.url ?? "";
+  const webhooks = service.url ?? "";
   const payload = stripeBody("evt_service");
   for (const expected of ["accepted", "duplicate"]) {
-    const reply = await send(`${url}/webhooks/stripe`, { headers: stripeHeaders(payload), body: payload });
+    const reply = await send(`${webhooks}/webhooks/stripe`, {
+      headers: stripeHeaders(payload),
+      body: payload,
+    });
     assert.deepEqual(JSON.parse(reply.text), { status: expected, id: "evt_service" });
   }
+  // The public webhook port answers none of the operational routes (docs/architecture.md §4).
+  for (const path of ["/metrics", "/readyz", "/healthz"]) {
+    assert.equal((await get(`${webhooks}${path}`)).status, 404, `${path} on the webhook port`);
+  }
+  const url = service.adminUrl ?? "";
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, "the admin listener is on loopback by default");
+  assert.notEqual(url, webhooks);
   assert.equal((await get(`${url}/healthz`)).status, 200);
   assert.equal((await get(`${url}/readyz`)).status, 200);
+  assert.equal((await get(`${url}/webhooks/stripe`)).status, 404, "no webhooks on the admin listener");
   await waitFor("the attempt to be counted", async () =>
     /^hookledger_attempts_total\{[^}]*result="settled"[^}]*\} [1-9]/m.test(
       (await get(`${url}/metrics`)).text,

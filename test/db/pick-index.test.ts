@@ -39,7 +39,7 @@ test("the pick skips an event whose attempt another transaction runs and takes t
     // Due again at once, as when the running attempt outlives its back-off: only its row lock keeps it.
     await t.pool.query(`update ${t.ledger.s}.events set next_attempt_at = now() - interval '1 hour'`);
     await a.query("begin");
-    assert.ok(await lockAttempt(a, t.ledger, first.event));
+    assert.equal(await lockAttempt(a, t.ledger, first.event), "locked");
     await b.query("begin");
     const second = await countAttempt(b, t.ledger, policy);
     assert.ok(second?.kind === "attempt");

@@ -94,6 +94,7 @@ test("createStatsObserver: reports → flush → readDeliveryStats per source, d
       retries: 0,
       bodyMismatches: 0,
       refused: 0,
+      unavailable: 0,
     },
     {
       source: "stripe",
@@ -105,6 +106,8 @@ test("createStatsObserver: reports → flush → readDeliveryStats per source, d
       retries: 1,
       bodyMismatches: 1,
       refused: 2,
+      // 503s are counted apart: the provider retries them, so they are not deliveries yet.
+      unavailable: 1,
     },
   ]);
 
@@ -200,6 +203,7 @@ test("hookledger stats (built binary) prints the table, --json and --source from
   for (let i = 0; i < 8; i++) stats.delivery(report("stripe", "accepted"));
   for (let i = 0; i < 2; i++) stats.delivery(report("stripe", "duplicate", { wouldSkip: true }));
   stats.delivery(report("stripe", "unauthorized"));
+  for (let i = 0; i < 3; i++) stats.delivery(report("stripe", "unavailable"));
   stats.delivery(report("github", "accepted"));
   await stats.close();
   const env = { ...process.env, DATABASE_URL: fresh.url, HOOKLEDGER_SCHEMA: fresh.schema };
@@ -210,10 +214,10 @@ test("hookledger stats (built binary) prints the table, --json and --source from
   assert.match(lines[0] ?? "", /^deliveries since \d{4}-\d\d-\d\d \d\d:\d\d UTC \(last 24h\)$/);
   assert.match(
     table.stdout,
-    /^source\s+deliveries\s+unique events\s+duplicates\s+duplicate rate\s+would-skip\s+retries\s+body mismatches\s+refused$/m,
+    /^source\s+deliveries\s+unique events\s+duplicates\s+duplicate rate\s+would-skip\s+retries\s+body mismatches\s+refused\s+503s$/m,
   );
-  assert.match(table.stdout, /^stripe\s+10\s+8\s+2\s+20\.0%\s+2\s+0\s+0\s+1$/m);
-  assert.match(table.stdout, /^github\s+1\s+1\s+0\s+0\.0%\s+0\s+0\s+0\s+0$/m);
+  assert.match(table.stdout, /^stripe\s+10\s+8\s+2\s+20\.0%\s+2\s+0\s+0\s+1\s+3$/m);
+  assert.match(table.stdout, /^github\s+1\s+1\s+0\s+0\.0%\s+0\s+0\s+0\s+0\s+0$/m);
 
   const json = await runCli(["stats", "--since", "90m", "--source", "stripe", "--json"], { env });
   assert.equal(json.code, 0, json.stderr);
@@ -230,6 +234,7 @@ test("hookledger stats (built binary) prints the table, --json and --source from
       retries: 0,
       bodyMismatches: 0,
       refused: 1,
+      unavailable: 3,
     },
   ]);
 });

@@ -18,11 +18,15 @@ export function counting(db: Queryable): Queryable & { readonly count: number } 
   };
 }
 
-/** POSTs one signed Stripe event to a receiver built with `options` (its cache, its pool) and closes it. */
+/**
+ * POSTs one signed Stripe event (`payload`, by default `stripeBody(id)`) to a receiver built with `options` (its
+ * cache, its pool) and closes it.
+ */
 export async function postOnce(
   ledger: LedgerContext,
   options: Partial<ReceiverOptions> & Pick<ReceiverOptions, "db">,
   id: string,
+  payload = stripeBody(id),
 ) {
   const server = await serve(
     createReceiver({
@@ -36,13 +40,13 @@ export async function postOnce(
     }),
   );
   try {
-    const payload = stripeBody(id);
     const reply = await send(`${server.url}/webhooks/stripe`, {
       headers: stripeHeaders(payload),
       body: payload,
     });
     return {
       status: reply.status,
+      headers: reply.headers,
       ms: reply.ms,
       body: reply.text === "" ? undefined : JSON.parse(reply.text),
     };

@@ -92,13 +92,13 @@ test("hookledger serve --since 24h exits 2 naming the option and listing exactly
   assert.equal(r.code, 2);
   assert.equal(
     r.stderr,
-    "hookledger serve: unknown option '--since'; serve takes --config, --port, --no-worker, --help (see `hookledger serve --help`)\n",
+    "hookledger serve: unknown option '--since'; serve takes --config, --port, --no-worker, --no-migrate, --ready-file, --help (see `hookledger serve --help`)\n",
   );
 });
 
 test("hookledger <command> with an unknown option exits 2 listing that command's options", async () => {
   for (const [args, takes] of [
-    [["worker", "--port", "1"], "worker takes --config, --help"],
+    [["worker", "--port", "1"], "worker takes --config, --no-migrate, --ready-file, --help"],
     [["migrate", "--dry-run"], "migrate takes --config, --help"],
     [["stats", "--until", "1h"], "stats takes --since, --source, --json, --config, --help"],
     [["prune", "--yes"], "prune takes --older-than, --tombstones-older-than, --source, --batch-size"],
@@ -159,12 +159,24 @@ test("hookledger serve --port beats PORT and the config file's port; the listeni
     file,
     `export default { port: ${configPort}, sources: [{ name: "stripe", provider: "stripe", secrets: [{ env: "HL_PORT_TEST_SECRET" }] }] };\n`,
   );
-  const env = databaseEnv({ PORT: String(envPort), HL_PORT_TEST_SECRET: "whsec_test" });
+  const adminPort = await freePort();
+  const env = databaseEnv({
+    PORT: String(envPort),
+    ADMIN_PORT: String(adminPort),
+    HL_PORT_TEST_SECRET: "whsec_test",
+  });
   const serve = startCli(["serve", "--config", file, "--port", String(flagPort)], { env });
   try {
     const [, url] = await serve.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m);
     assert.equal(url, `http://127.0.0.1:${flagPort}`);
-    assert.equal((await fetch(`${url}/healthz`)).status, 200);
+    // /metrics and /readyz answer on the admin listener (ADMIN_PORT, loopback), never on the webhook port.
+    const [, admin] = await serve.waitForLine(/^hookledger admin on (http:\/\/\S+)$/m);
+    assert.equal(admin, `http://127.0.0.1:${adminPort}`);
+    for (const path of ["/metrics", "/readyz", "/healthz"]) {
+      assert.equal((await fetch(`${url}${path}`)).status, 404, `${path} on the webhook port`);
+    }
+    assert.equal((await fetch(`${admin}/healthz`)).status, 200);
+    assert.equal((await fetch(`${admin}/metrics`)).status, 200);
     const records = serve
       .stdout()
       .trimEnd()

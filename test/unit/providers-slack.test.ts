@@ -234,3 +234,15 @@ test("verify(slack) never throws on garbage in the headers", () => {
   const exotic: HeaderBag = { get: () => "\u2603\u0000", forEach: () => undefined };
   assert.equal(verify(exotic).ok, false);
 });
+
+test("verify(slack) answers body_too_deep for JSON nested past 512 levels, in the body or an interaction's payload", () => {
+  const deep = (n: number) => `${'{"a":'.repeat(n)}1${"}".repeat(n)}`;
+  const body = JSON.stringify({ ...callback, extra: "x" }).replace('"x"', deep(10_000));
+  const result = signedVerify(body);
+  assert.equal(reason(result), "body_too_deep");
+  assert.ok(!result.ok && "detail" in result && /512/.test(result.detail));
+  const form = `payload=${encodeURIComponent(`{"type":"block_actions","x":${deep(600)}}`)}`;
+  assert.equal(reason(signedVerify(form)), "body_too_deep");
+  const shallow = `payload=${encodeURIComponent(`{"type":"block_actions","trigger_id":"t1","x":${deep(500)}}`)}`;
+  assert.equal(reason(signedVerify(shallow)), "ok");
+});

@@ -80,6 +80,9 @@ async function answerFor(receiver: Receiver, log: Logger, request: FastifyReques
       // As in the node adapter: an early stop (413) keeps the socket to carry the answer; `connection: close`
       // then ends it instead of reading the rest.
       body: stream.iterator({ destroyOnReturn: false }),
+      ...(request.raw.socket.remoteAddress !== undefined && {
+        clientAddress: request.raw.socket.remoteAddress,
+      }),
     });
   } catch (error) {
     log.error({ source, err: (error as Error).message }, "the fastify adapter failed");

@@ -125,6 +125,7 @@ export function receiveNode(
     source,
     headers: nodeHeaders(req),
     body: nodeBody(req, state),
+    ...(req.socket.remoteAddress !== undefined && { clientAddress: req.socket.remoteAddress }),
     ...(viaReplay && { viaReplay: true }),
   });
 }

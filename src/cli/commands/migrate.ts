@@ -11,7 +11,7 @@ const HELP = `Usage: hookledger migrate [--config FILE]
 
 Applies the ledger's migrations (numbered, forward-only, under an advisory lock) to the schema HOOKLEDGER_SCHEMA
 (default: hookledger) and exits. serve and worker also migrate at start; run this first when the service's
-database role may not change the schema. Without DATABASE_URL it migrates the embedded Postgres in ./.hookledger.
+database role may not change the schema (and start them with --no-migrate). Without DATABASE_URL it migrates the embedded Postgres in ./.hookledger.
 
 Options:
   --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)

@@ -4,21 +4,29 @@ import { parseOptions } from "../options.js";
 import { parsePort, runUntilSignal } from "../run-service.js";
 import type { Command } from "./types.js";
 
-const HELP = `Usage: hookledger serve [--config FILE] [--port N] [--no-worker]
+const HELP = `Usage: hookledger serve [--config FILE] [--port N] [--no-worker] [--no-migrate] [--ready-file PATH]
 
-Receives webhooks on POST /webhooks/:source (with /metrics, /healthz and /readyz) and runs the worker in the
-same process. Without DATABASE_URL it starts an embedded Postgres in ./.hookledger/pg; the ledger's migrations
-run at start. Logs are JSON lines on stdout; "hookledger listening on URL" goes to stderr.
+Receives webhooks on POST /webhooks/:source and runs the worker in the same process. /metrics, /healthz and
+/readyz answer on a separate admin listener (ADMIN_HOST, default 127.0.0.1; ADMIN_PORT, default the webhook port
++ 1), never on the webhook port. Without DATABASE_URL it starts an embedded Postgres in ./.hookledger/pg; the
+ledger's migrations run at start. A database out of reach at start is waited for (retrying 0.5 s to 10 s apart;
+/readyz answers 503 database_unreachable and webhooks 503 meanwhile). Logs are JSON lines on stdout; "hookledger
+listening on URL" goes to stderr once the service is ready.
 
 Options:
   --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)
   --port N        the port to listen on; 0 picks a free one. Precedence: --port, then PORT, then the config
                   file's port, then 3000
   --no-worker     receive only: run \`hookledger worker\` elsewhere to apply the events
+  --no-migrate    do not change the schema (a role without DDL rights): while migrations are missing, log the
+                  command to run, answer /readyz 503 migrations_pending and wait until they are applied
+  --ready-file PATH
+                  write PATH (the process id) once ready; removed when the process stops
   -h, --help      show this help
 
-Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL,
-  LOG_LEVEL, LOG_FORMAT (json | pretty), HOOKLEDGER_EMBEDDED_PORT (the demo's embedded Postgres)
+Environment: DATABASE_URL, PORT, HOST, ADMIN_PORT, ADMIN_HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE,
+  HOOKLEDGER_REPLAY_TOKEN, HOOKLEDGER_TRUST_PROXY (count failed verifications per X-Forwarded-For: only behind a
+  proxy), REDIS_URL, LOG_LEVEL, LOG_FORMAT (json | pretty), HOOKLEDGER_EMBEDDED_PORT (the demo's embedded Postgres)
 
 Examples:
   hookledger serve                                   # the demo on an embedded Postgres
@@ -39,6 +47,8 @@ export const command: Command = {
       config: { type: "string" },
       port: { type: "string" },
       "no-worker": { type: "boolean" },
+      "no-migrate": { type: "boolean" },
+      "ready-file": { type: "string" },
       help: { type: "boolean", short: "h" },
     });
     if (values.help) {
@@ -62,14 +72,16 @@ export const command: Command = {
         log,
         serve: true,
         work: !values["no-worker"] && config.worker.enabled,
+        migrate: !values["no-migrate"],
         ...(loaded.setup && { setup: loaded.setup }),
       },
       { port: config.port, fix: "set PORT or --port to another port" },
-      (url) => {
-        log.info({ url }, "listening");
+      (url, adminUrl) => {
+        log.info({ url, adminUrl }, "listening");
         // stderr: stdout carries the JSON log stream.
-        io.err(`hookledger listening on ${url}\n`);
+        io.err(`hookledger listening on ${url}\nhookledger admin on ${adminUrl}\n`);
       },
+      values["ready-file"],
     );
   },
 };

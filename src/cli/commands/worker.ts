@@ -4,14 +4,20 @@ import { parseOptions } from "../options.js";
 import { portFromEnv, runUntilSignal } from "../run-service.js";
 import type { Command } from "./types.js";
 
-const HELP = `Usage: hookledger worker [--config FILE]
+const HELP = `Usage: hookledger worker [--config FILE] [--no-migrate] [--ready-file PATH]
 
 Runs only the worker: picks claimed events from the ledger and applies each with its handler, the version guard
 and the settle in one transaction. Any number of workers may share one database. Also runs the configured
-schedules (prune, reconcile). Logs are JSON lines on stdout.
+schedules (prune, reconcile). A database out of reach at start is waited for (retrying 0.5 s to 10 s apart).
+Logs are JSON lines on stdout; "hookledger worker ready" goes to stderr once the worker runs.
 
 Options:
   --config FILE   configuration module (default: ./hookledger.config.mjs, else the built-in demo)
+  --no-migrate    do not change the schema (a role without DDL rights): while migrations are missing, log the
+                  command to run and wait until they are applied
+  --ready-file PATH
+                  write PATH (the process id) once the worker runs; removed when it stops (a readiness probe
+                  without METRICS_PORT: test -f PATH)
   -h, --help      show this help
 
 Environment: DATABASE_URL, HOOKLEDGER_SCHEMA, LOG_LEVEL, LOG_FORMAT; METRICS_PORT serves /metrics, /healthz and /readyz on
@@ -33,6 +39,8 @@ export const command: Command = {
   async run(args, io) {
     const { values } = parseOptions("worker", args, {
       config: { type: "string" },
+      "no-migrate": { type: "boolean" },
+      "ready-file": { type: "string" },
       help: { type: "boolean", short: "h" },
     });
     if (values.help) {
@@ -49,18 +57,20 @@ export const command: Command = {
         log,
         serve: false,
         work: true,
+        migrate: !values["no-migrate"],
         ...(loaded.setup && { setup: loaded.setup }),
         ...(metricsPort !== undefined && { metricsPort }),
       },
       { port: metricsPort ?? 0, fix: "set METRICS_PORT to another port" },
       (url) => {
-        if (url === undefined) {
-          log.info("worker running");
-          return;
+        log.info("worker running");
+        if (url !== undefined) {
+          log.info({ url: `${url}/metrics` }, "worker metrics listening");
+          io.err(`hookledger worker metrics on ${url}/metrics\n`);
         }
-        log.info({ url: `${url}/metrics` }, "worker metrics listening");
-        io.err(`hookledger worker metrics on ${url}/metrics\n`);
+        io.err("hookledger worker ready\n");
       },
+      values["ready-file"],
     );
   },
 };

@@ -1,0 +1,175 @@
+import assert from "node:assert/strict";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { after, before, test } from "node:test";
+import { createPool, Handlers, silentLogger, startWorker } from "hookledger";
+import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
+import { claimTestEvent } from "../helpers/events.js";
+
+// docs/architecture.md §6: a worker that freezes keeps its locks; other entities must keep settling, and its events
+// are retaken within 60 s whatever the handler timeout, never applied twice.
+
+const FIXTURE = fileURLToPath(new URL("../fixtures/worker-process.ts", import.meta.url));
+
+let t: TestLedger;
+let child: ChildProcessWithoutNullStreams | undefined;
+
+before(async () => {
+  t = await freshLedger();
+  await t.pool.query(`create table "${t.schema}".applied (event_id text not null, worker text not null)`);
+});
+
+after(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) {
+    child.kill("SIGCONT");
+    child.kill("SIGKILL");
+  }
+  await t.drop();
+});
+
+const unsettled = async (like: string) =>
+  (
+    await t.pool.query<{ n: number }>(
+      `select count(*)::int as n from ${t.ledger.s}.events where dedupe_key like $1 and status <> 'settled'`,
+      [like],
+    )
+  ).rows[0]?.n;
+
+test("a worker frozen with SIGSTOP mid-handler: other entities keep settling, its event is retaken within 60 s, applied once", async () => {
+  const sub = (id: string, version: number) => ({ type: "subscription", id, version });
+  await claimTestEvent(t.pool, t.ledger, { source: "kill", id: "frozen_1", entity: sub("sub_x", 100) });
+
+  // The frozen worker's handler timeout is long: the retake must not wait for it.
+  child = spawn(process.execPath, ["--import", "tsx", FIXTURE], {
+    env: {
+      ...process.env,
+      HOOKLEDGER_TEST_DATABASE_URL: t.url,
+      FIXTURE_SCHEMA: t.schema,
+      FIXTURE_MODE: "sleep",
+      FIXTURE_SLEEP_MS: "5000",
+      FIXTURE_ADVANCE: "1",
+      FIXTURE_HANDLER_TIMEOUT_MS: "120000",
+    },
+  });
+  let out = "";
+  child.stdout.on("data", (d) => {
+    out += d;
+  });
+  child.stderr.on("data", (d) => {
+    out += d;
+  });
+  const proc = child;
+  const exited = new Promise((resolve) => proc.on("exit", resolve));
+  await waitFor(
+    "the worker process in its handler",
+    async () => out.includes("in-handler frozen_1\n"),
+    60_000,
+  );
+  // Frozen after the guard and its write, before the settle: it holds the event's row and the entity's guard row.
+  child.kill("SIGSTOP");
+  const frozenAt = Date.now();
+
+  // Newer events of the frozen entity come first in the backlog, as many as this worker has slots.
+  await claimTestEvent(t.pool, t.ledger, { source: "kill", id: "frozen_2", entity: sub("sub_x", 100) });
+  await claimTestEvent(t.pool, t.ledger, { source: "kill", id: "frozen_3", entity: sub("sub_x", 101) });
+  for (let i = 0; i < 20; i++) {
+    await claimTestEvent(t.pool, t.ledger, { source: "kill", id: `other_${i}`, entity: sub(`sub_${i}`, 1) });
+  }
+
+  const pool = createPool({ connectionString: t.url, role: "work", max: 3 });
+  const worker = startWorker({
+    pool,
+    connectionString: t.url,
+    ledger: t.ledger,
+    handlers: new Handlers().on("kill", "*", async (ctx) => {
+      if (!(await ctx.advance())) return;
+      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'parent')`, [
+        ctx.event.id,
+      ]);
+    }),
+    log: silentLogger(),
+    concurrency: 2,
+    pollIntervalMs: 100,
+    handlerTimeoutMs: 120_000,
+  });
+  try {
+    await waitFor(
+      "the other entities' 20 events settled while a worker is frozen",
+      async () => {
+        return (await unsettled("other\\_%")) === 0;
+      },
+      15_000,
+    );
+    await waitFor(
+      "the frozen worker's event retaken and settled",
+      async () => (await unsettled("frozen\\_%")) === 0,
+      Math.max(0, frozenAt + 60_000 - Date.now()),
+    );
+    // The frozen worker wakes up: its transaction is gone, so nothing it did counts.
+    child.kill("SIGCONT");
+    await new Promise((r) => setTimeout(r, 2000));
+    child.kill("SIGTERM");
+    await exited;
+  } finally {
+    await worker.stop(10_000);
+    await pool.end();
+  }
+
+  const { rows } = await t.pool.query<{ event_id: string; worker: string }>(
+    `select event_id, worker from "${t.schema}".applied order by event_id`,
+  );
+  const byEvent = new Map<string, string[]>();
+  for (const r of rows) byEvent.set(r.event_id, [...(byEvent.get(r.event_id) ?? []), r.worker]);
+  // The frozen attempt was counted and given its back-off when it was picked (docs/architecture.md, "Attempts are
+  // counted when they start"), so its retake may come after the newer events of its entity: then it is stale.
+  // Either way it settles once, and only the parent can have applied it.
+  const frozen = await t.pool.query(
+    `select status, outcome from ${t.ledger.s}.events where dedupe_key = 'frozen_1'`,
+  );
+  const outcome = frozen.rows[0]?.outcome;
+  assert.equal(frozen.rows[0]?.status, "settled");
+  assert.deepEqual(byEvent.get("frozen_1"), outcome === "stale" ? undefined : ["parent"], outcome);
+  assert.deepEqual(byEvent.get("frozen_2"), ["parent"]);
+  assert.deepEqual(byEvent.get("frozen_3"), ["parent"]);
+  for (let i = 0; i < 20; i++) assert.deepEqual(byEvent.get(`other_${i}`), ["parent"], `other_${i}`);
+  const guard = await t.pool.query(
+    `select version::int as version, dedupe_key from ${t.ledger.s}.entity_versions where entity_id = 'sub_x'`,
+  );
+  assert.deepEqual(guard.rows, [{ version: 101, dedupe_key: "frozen_3" }]);
+});
+
+test("a live handler that awaits something else for longer than a frozen worker's bound keeps its transaction", async () => {
+  await claimTestEvent(t.pool, t.ledger, {
+    source: "slow",
+    id: "slow_1",
+    entity: { type: "s", id: "s1", version: 1 },
+  });
+  const pool = createPool({ connectionString: t.url, role: "work", max: 2 });
+  const worker = startWorker({
+    pool,
+    connectionString: t.url,
+    ledger: t.ledger,
+    handlers: new Handlers().on("slow", "*", async (ctx) => {
+      if (!(await ctx.advance())) return;
+      // Past FROZEN_AFTER_MS (30 s) without a query of its own, well within its handler timeout.
+      await new Promise((r) => setTimeout(r, 35_000));
+      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'slow')`, [
+        ctx.event.id,
+      ]);
+    }),
+    log: silentLogger(),
+    concurrency: 1,
+    pollIntervalMs: 100,
+    handlerTimeoutMs: 120_000,
+  });
+  try {
+    await waitFor("the slow event settled", async () => (await unsettled("slow\\_%")) === 0, 90_000);
+  } finally {
+    await worker.stop(10_000);
+    await pool.end();
+  }
+  const { rows } = await t.pool.query(
+    `select status, outcome, attempts from ${t.ledger.s}.events where dedupe_key = 'slow_1'`,
+  );
+  assert.deepEqual(rows, [{ status: "settled", outcome: "applied", attempts: 1 }]);
+});
