@@ -1,4 +1,5 @@
 import type { EdgeObserver } from "../edge/observer.js";
+import { periodicFlusher } from "../db/flusher.js";
 import type { Logger } from "../log.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
@@ -57,7 +58,6 @@ export function createDuplicateCounter(options: DuplicateCounterOptions): Duplic
   const { db, ledger, log } = options;
   // `${source}\0${dedupeKey}` → deliveries not yet written
   let pending = new Map<string, { source: string; dedupeKey: string; n: number }>();
-  let flushing: Promise<void> = Promise.resolve();
 
   const count = (key: string, source: string, dedupeKey: string, n: number) => {
     const row = pending.get(key);
@@ -80,16 +80,7 @@ export function createDuplicateCounter(options: DuplicateCounterOptions): Duplic
       throw error;
     }
   };
-  const flush = () => {
-    flushing = flushing.catch(() => {}).then(write);
-    return flushing;
-  };
-  const timer = setInterval(() => {
-    flush().catch((error: Error) =>
-      log.warn({ err: error.message }, "cached duplicate counts not written; retrying at the next flush"),
-    );
-  }, options.flushMs ?? 5000);
-  timer.unref();
+  const flusher = periodicFlusher(write, { flushMs: options.flushMs, log, what: "cached duplicate counts" });
 
   return {
     delivery(report) {
@@ -97,14 +88,7 @@ export function createDuplicateCounter(options: DuplicateCounterOptions): Duplic
       // Source names hold no NUL (see memorySeenCache), so the map key is unambiguous.
       count(`${report.source}\0${report.eventId}`, report.source, report.eventId, 1);
     },
-    flush,
-    async close() {
-      clearInterval(timer);
-      try {
-        await flush();
-      } catch (error) {
-        log.error({ err: (error as Error).message }, "cached duplicate counts lost at shutdown");
-      }
-    },
+    flush: flusher.flush,
+    close: flusher.close,
   };
 }

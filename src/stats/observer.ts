@@ -1,3 +1,4 @@
+import { periodicFlusher } from "../db/flusher.js";
 import type { DeliveryReport, DeliveryResult, EdgeObserver } from "../edge/observer.js";
 import { type LedgerContext, type Queryable, statement } from "../ledger/context.js";
 import type { Logger } from "../log.js";
@@ -110,7 +111,6 @@ export function createStatsObserver(options: StatsObserverOptions): StatsObserve
   const { db, ledger, log } = options;
   const now = options.now ?? Date.now;
   let pending = new Map<string, { source: string; minute: number; counts: DeliveryCounts }>();
-  let flushing: Promise<void> = Promise.resolve();
 
   const bucket = (source: string): DeliveryCounts => {
     const minute = Math.floor(now() / 60_000) * 60_000;
@@ -148,18 +148,7 @@ export function createStatsObserver(options: StatsObserverOptions): StatsObserve
     }
   };
 
-  const flush = () => {
-    // One write at a time: a slow one is never overtaken, and close() waits for it.
-    flushing = flushing.catch(() => {}).then(write);
-    return flushing;
-  };
-
-  const timer = setInterval(() => {
-    flush().catch((error: Error) =>
-      log.warn({ err: error.message }, "delivery statistics not written; retrying at the next flush"),
-    );
-  }, options.flushMs ?? 5000);
-  timer.unref();
+  const flusher = periodicFlusher(write, { flushMs: options.flushMs, log, what: "delivery statistics" });
 
   return {
     delivery(report: DeliveryReport) {
@@ -181,15 +170,8 @@ export function createStatsObserver(options: StatsObserverOptions): StatsObserve
         if (report.bodyMismatch) counts.mismatches++;
       }
     },
-    flush,
-    async close() {
-      clearInterval(timer);
-      try {
-        await flush();
-      } catch (error) {
-        log.error({ err: (error as Error).message }, "delivery statistics lost at shutdown");
-      }
-    },
+    flush: flusher.flush,
+    close: flusher.close,
   };
 }
 
