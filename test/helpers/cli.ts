@@ -15,7 +15,8 @@ export function runCli(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: options.env ?? process.env,
+      // A free admin port unless a test names one: the default (webhook port + 1) may belong to another test.
+      env: { ADMIN_PORT: "0", ...(options.env ?? process.env) },
       cwd: options.cwd,
     });
     let stdout = "";
@@ -51,7 +52,8 @@ export function startCli(
   options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): RunningCli {
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: options.env ?? process.env,
+    // A free admin port unless a test names one: the default (webhook port + 1) may belong to another test.
+    env: { ADMIN_PORT: "0", ...(options.env ?? process.env) },
     cwd: options.cwd,
   });
   let out = "";
