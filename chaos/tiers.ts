@@ -1,0 +1,41 @@
+import type { ChaosOptions } from "./run.js";
+
+type Tier = Pick<
+  ChaosOptions,
+  "events" | "receivers" | "workers" | "faults" | "settleDeadlineMs" | "concurrency"
+>;
+
+/** The two tiers of docs/chaos.md. */
+export const TIERS: Record<string, Tier> = {
+  // ≤ 3 minutes on a 2-core machine.
+  short: {
+    events: 2000,
+    receivers: 2,
+    workers: 3,
+    concurrency: 12,
+    settleDeadlineMs: 90_000,
+    faults: {
+      counts: { killWorker: 5, killReceiver: 2, freezeWorker: 1, restartPostgres: 1, terminateBackends: 3 },
+      intervalMs: 1500,
+      freezeMs: 35_000,
+    },
+  },
+  long: {
+    events: 20_000,
+    receivers: 3,
+    workers: 4,
+    concurrency: 16,
+    settleDeadlineMs: 180_000,
+    faults: {
+      counts: {
+        killWorker: 60,
+        killReceiver: 12,
+        freezeWorker: 4,
+        restartPostgres: 4,
+        terminateBackends: 30,
+      },
+      intervalMs: 1500,
+      freezeMs: 35_000,
+    },
+  },
+};
