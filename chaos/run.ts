@@ -71,7 +71,7 @@ function freePort(): Promise<number> {
   });
 }
 
-async function until(what: string, check: () => Promise<boolean>, deadlineMs: number): Promise<boolean> {
+async function until(check: () => Promise<boolean>, deadlineMs: number): Promise<boolean> {
   const end = Date.now() + deadlineMs;
   while (Date.now() < end) {
     if (await check().catch(() => false)) return true;
@@ -138,16 +138,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const c = cluster;
     const a = admin;
     const [report, faults] = await Promise.all([
-      deliver({ events: delivered, receivers, seed: options.seed, concurrency: options.concurrency }),
+      deliver({ events: delivered, receivers, seed: options.seed, concurrency: options.concurrency }).then(
+        (r) => {
+          note(`provider done: ${r.delivered} events acknowledged, ${r.attempts} POSTs`);
+          return r;
+        },
+      ),
       options.faults ? runFaults(options.faults, f, c, a, random, note) : Promise.resolve(undefined),
     ]);
     const deliverMs = Date.now() - deliverStart;
-    note(`delivered ${report.delivered} events in ${report.attempts} POSTs (${deliverMs} ms); faults over`);
+    note(`deliveries and faults over (${deliverMs} ms)`);
 
     const settleStart = Date.now();
     const expected = delivered.length;
     let settledInTime = await until(
-      "settled",
       async () => (await unsettled(a, SCHEMA, expected)) === 0,
       options.settleDeadlineMs,
     );
@@ -157,7 +161,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const lateReport = await deliver({ events: [late], receivers, seed: options.seed, concurrency: 1 });
     if (settledInTime) {
       settledInTime = await until(
-        "the late event settled",
         async () => (await unsettled(a, SCHEMA, expected + 1)) === 0,
         options.settleDeadlineMs,
       );
