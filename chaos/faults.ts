@@ -38,8 +38,10 @@ export async function runFaults(
     const j = Math.floor(random() * (i + 1));
     [deck[i], deck[j]] = [deck[j] as FaultKind, deck[i] as FaultKind];
   }
-  // Freezes first, while the backlog is busiest: the frozen worker then surely holds events others must get past.
-  deck.sort((a, b) => Number(b === "freezeWorker") - Number(a === "freezeWorker"));
+  // The first freeze comes first, while the backlog is busiest: the frozen worker then surely holds events the
+  // others must get past.
+  const freeze = deck.indexOf("freezeWorker");
+  if (freeze > 0) [deck[0], deck[freeze]] = [deck[freeze] as FaultKind, deck[0] as FaultKind];
   const done: Record<FaultKind, number> = {
     killWorker: 0,
     killReceiver: 0,
@@ -49,20 +51,26 @@ export async function runFaults(
   };
   const background: Promise<unknown>[] = [];
   const pick = <T>(list: T[]): T | undefined => list[Math.floor(random() * list.length)];
-  for (const kind of deck) {
+  while (deck.length > 0) {
     await new Promise((r) => setTimeout(r, plan.intervalMs));
+    const kind = deck.shift() as FaultKind;
+    // One frozen worker at a time: a freeze waits (a few faults later) while another worker is stopped.
+    if (kind === "freezeWorker" && fleet.workers().some((m) => m.frozen)) {
+      deck.splice(Math.min(deck.length, 5), 0, kind);
+      continue;
+    }
     switch (kind) {
       case "killWorker":
       case "killReceiver": {
         const list = kind === "killWorker" ? fleet.workers() : fleet.receivers();
-        const member = pick(list.filter((m) => !m.frozen));
+        const member = pick(list.filter((m) => !m.frozen && !m.down));
         if (!member) continue;
         note(`kill -9 ${member.role} ${member.index}`);
         background.push(fleet.killAndRestart(member, 300 + random() * 1200));
         break;
       }
       case "freezeWorker": {
-        const member = pick(fleet.workers().filter((m) => !m.frozen));
+        const member = pick(fleet.workers().filter((m) => !m.frozen && !m.down));
         if (!member) continue;
         note(`SIGSTOP worker ${member.index} for ${plan.freezeMs} ms`);
         background.push(fleet.freeze(member, plan.freezeMs));

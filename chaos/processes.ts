@@ -12,6 +12,8 @@ export interface Member {
   /** Starts of this member so far (1 before any restart). */
   starts: number;
   frozen: boolean;
+  /** Killed and not yet restarted. */
+  down: boolean;
 }
 
 export interface FleetOptions {
@@ -27,6 +29,8 @@ export interface FleetOptions {
 export class Fleet {
   readonly members: Member[] = [];
   private readonly logs: WriteStream[] = [];
+  /** Every process ever spawned, so that stop() leaves none behind whatever the bookkeeping says. */
+  private readonly spawned = new Set<ChildProcess>();
   private closed = false;
 
   constructor(private readonly options: FleetOptions) {}
@@ -54,6 +58,8 @@ export class Fleet {
 
   /** kill -9, then a fresh process in its place after `downMs` (a receiver keeps its port). */
   async killAndRestart(member: Member, downMs: number): Promise<void> {
+    if (member.down) return;
+    member.down = true;
     member.child.kill("SIGKILL");
     await exited(member.child);
     member.frozen = false;
@@ -62,6 +68,7 @@ export class Fleet {
     const fresh = this.spawnMember(member.role, member.index, member.url);
     member.child = fresh.child;
     member.starts++;
+    member.down = false;
   }
 
   /** SIGSTOP for `ms`, then SIGCONT: the worker keeps its connections, transactions and locks meanwhile. */
@@ -80,11 +87,11 @@ export class Fleet {
   async stop(): Promise<void> {
     this.closed = true;
     await Promise.all(
-      this.members.map(async (m) => {
-        if (m.child.exitCode !== null || m.child.signalCode !== null) return;
-        m.child.kill("SIGCONT");
-        m.child.kill("SIGKILL");
-        await exited(m.child);
+      [...this.spawned].map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill("SIGCONT");
+        child.kill("SIGKILL");
+        await exited(child);
       }),
     );
     await Promise.all(this.logs.map((log) => new Promise((r) => log.end(r))));
@@ -97,11 +104,12 @@ export class Fleet {
     const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" };
     if (role === "receiver") Object.assign(env, { PORT: String(receivers[index]), ADMIN_PORT: "0" });
     const child = spawn(process.execPath, [bin, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    this.spawned.add(child);
     const log = createWriteStream(join(logDir, `${role}-${index}.log`), { flags: "a" });
     this.logs.push(log);
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
-    return { role, index, ...(url !== undefined && { url }), child, starts: 1, frozen: false };
+    return { role, index, ...(url !== undefined && { url }), child, starts: 1, frozen: false, down: false };
   }
 }
 

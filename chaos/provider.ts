@@ -44,6 +44,8 @@ export interface DeliverOptions {
   readonly receivers: () => readonly string[];
   readonly seed: number;
   readonly concurrency: number;
+  /** At most this many POSTs a second (unset: as fast as the receivers answer), so faults meet deliveries. */
+  readonly postsPerSecond?: number;
 }
 
 /**
@@ -53,6 +55,8 @@ export interface DeliverOptions {
  */
 export function deliver(options: DeliverOptions): Promise<SimulationReport> {
   let turn = 0;
+  let posts = 0;
+  const start = Date.now();
   let coin = options.seed;
   const post = async (base: string, request: Request, body: ArrayBuffer) => {
     try {
@@ -78,6 +82,10 @@ export function deliver(options: DeliverOptions): Promise<SimulationReport> {
     concurrency: options.concurrency,
     retry: { maxAttempts: 100_000, baseDelayMs: 25, maxDelayMs: 500 },
     target: async (request) => {
+      if (options.postsPerSecond) {
+        const slot = start + (posts++ * 1000) / options.postsPerSecond;
+        if (slot > Date.now()) await new Promise((r) => setTimeout(r, slot - Date.now()));
+      }
       const receivers = options.receivers();
       const body = await request.arrayBuffer();
       const first = receivers[turn++ % receivers.length] as string;

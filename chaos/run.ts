@@ -22,6 +22,8 @@ export interface ChaosOptions {
   readonly seed: number;
   /** Provider POSTs in flight at once. */
   readonly concurrency: number;
+  /** Pace the provider (POSTs a second), so that the faults meet deliveries. */
+  readonly postsPerSecond?: number;
   /** Keep the temporary directory (server and process logs) instead of removing it. */
   readonly keep?: boolean;
   readonly note?: (line: string) => void;
@@ -138,12 +140,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const c = cluster;
     const a = admin;
     const [report, faults] = await Promise.all([
-      deliver({ events: delivered, receivers, seed: options.seed, concurrency: options.concurrency }).then(
-        (r) => {
-          note(`provider done: ${r.delivered} events acknowledged, ${r.attempts} POSTs`);
-          return r;
-        },
-      ),
+      deliver({
+        events: delivered,
+        receivers,
+        seed: options.seed,
+        concurrency: options.concurrency,
+        ...(options.postsPerSecond !== undefined && { postsPerSecond: options.postsPerSecond }),
+      }).then((r) => {
+        note(`provider done: ${r.delivered} events acknowledged, ${r.attempts} POSTs`);
+        return r;
+      }),
       options.faults ? runFaults(options.faults, f, c, a, random, note) : Promise.resolve(undefined),
     ]);
     const deliverMs = Date.now() - deliverStart;

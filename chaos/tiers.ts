@@ -2,7 +2,7 @@ import type { ChaosOptions } from "./run.js";
 
 type Tier = Pick<
   ChaosOptions,
-  "events" | "receivers" | "workers" | "faults" | "settleDeadlineMs" | "concurrency"
+  "events" | "receivers" | "workers" | "faults" | "settleDeadlineMs" | "concurrency" | "postsPerSecond"
 >;
 
 /** The two tiers of docs/chaos.md. */
@@ -25,12 +25,14 @@ export const TIERS: Record<string, Tier> = {
     receivers: 3,
     workers: 4,
     concurrency: 16,
+    // About 90 s of deliveries, as long as the faults last.
+    postsPerSecond: 350,
     settleDeadlineMs: 180_000,
     faults: {
       counts: {
         killWorker: 60,
         killReceiver: 12,
-        freezeWorker: 4,
+        freezeWorker: 3,
         restartPostgres: 4,
         terminateBackends: 30,
       },
