@@ -1,14 +1,15 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
+// The attempt was counted when it was picked (pick.ts): recording its failure only closes it.
 const failSql = statement(
   "fail",
   (s) => `update ${s}.events
-set attempts = attempts + 1,
-    last_error = $3::text,
-    status = case when attempts + 1 >= $4::int then 'dead' else 'failed' end,
-    next_attempt_at = now() + $5::int * interval '1 millisecond'
+set last_error = $3::text,
+    status = case when $6::boolean or attempts >= $4::int then 'dead' else 'failed' end,
+    next_attempt_at = now() + $5::int * interval '1 millisecond',
+    attempt_started_at = null
 where source = $1::text and dedupe_key = $2::text
-  and status in ('pending', 'failed') and ($6::int is null or attempts = $6::int)
+  and status in ('pending', 'failed') and attempts = $7::int
 returning status`,
 );
 
@@ -16,14 +17,14 @@ returning status`,
 export type FailedStatus = "failed" | "dead";
 
 /**
- * Records a failed attempt: the attempt count rises, the error is kept, and the event is due again after
- * `retryInMs`, or dead once `maxAttempts` attempts have failed. Only a pending or failed row is touched, and with
- * `attempts` (the count the failed attempt started from) only if no other attempt was recorded since: a failure
- * recorded late, outside the attempt's transaction (a handler timeout), never overwrites a newer outcome.
+ * Records the failure of a counted attempt (`attempts`, its number): the error is kept, and the event is due again
+ * after `retryInMs`, or dead once `maxAttempts` attempts are spent (or at once with `dead`, when retrying could
+ * apply it twice). Only a pending or failed row still at that attempt is touched: a failure recorded late, outside
+ * the attempt's transaction (a handler timeout, a failed commit), never overwrites a settle or a newer attempt.
  *
  * @returns the new status, or `undefined` when the row was missing or had moved on.
  * @example
- * const status = await failEvent(tx, ledger, { source: "stripe", dedupeKey: "evt_1", error: "boom", maxAttempts: 10, retryInMs: 2000 });
+ * const status = await failEvent(tx, ledger, { source: "stripe", dedupeKey: "evt_1", error: "boom", maxAttempts: 10, retryInMs: 2000, attempts: 1 });
  */
 export async function failEvent(
   db: Queryable,
@@ -34,7 +35,8 @@ export async function failEvent(
     error: string;
     maxAttempts: number;
     retryInMs: number;
-    attempts?: number;
+    attempts: number;
+    dead?: boolean;
   },
 ): Promise<FailedStatus | undefined> {
   const result = await db.query<{ status: FailedStatus }>({
@@ -45,7 +47,8 @@ export async function failEvent(
       input.error,
       input.maxAttempts,
       Math.round(input.retryInMs),
-      input.attempts ?? null,
+      input.dead ?? false,
+      input.attempts,
     ],
   });
   return result.rows[0]?.status;

@@ -6,12 +6,13 @@ export type Outcome = "applied" | "stale" | "unhandled" | "ignored";
 const settleSql = statement(
   "settle",
   (s) => `update ${s}.events
-set status = 'settled', outcome = $3::text, attempts = attempts + 1, settled_at = now(), last_error = null
+set status = 'settled', outcome = $3::text, settled_at = now(), last_error = null, attempt_started_at = null
 where source = $1::text and dedupe_key = $2::text`,
 );
 
 /**
- * Settles an event inside the transaction that holds its row lock and carries the handler's writes.
+ * Settles an event inside the transaction that holds its row lock and carries the handler's writes. Its attempt
+ * was counted when it was picked, so the count stays as it is.
  *
  * @example
  * await settleEvent(tx, ledger, "stripe", "evt_123", "applied");

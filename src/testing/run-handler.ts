@@ -116,7 +116,7 @@ export async function runHandler<P = unknown, R = undefined>(
       await (handler as Handler)(attempt.ctx);
     } catch (thrown) {
       error = thrown instanceof Error ? thrown : new Error(String(thrown));
-      await client.query("rollback to savepoint handler");
+      if (!attempt.endedTransaction()) await client.query("rollback to savepoint handler");
     } finally {
       attempt.end();
     }
@@ -143,7 +143,7 @@ function picked<P>(event: TestEvent<P>): PickedEvent {
     received_at: event.receivedAt ?? new Date(),
     seq: null,
     occurred_at: event.occurredAt ?? null,
-    attempts: (event.attempt ?? 1) - 1,
+    attempts: event.attempt ?? 1,
     entity_type: event.entity?.type ?? null,
     entity_id: event.entity?.id ?? null,
     entity_version:

@@ -2,14 +2,20 @@ import { pg } from "../deps.js";
 import type { Pool, PoolClient } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import { failEvent } from "../ledger/fail.js";
-import { type PickedEvent, pickEvent } from "../ledger/pick.js";
+import {
+  countAttempt,
+  HANDLER_ENDED_TRANSACTION,
+  lockAttempt,
+  type PickedEvent,
+  uncountAttempt,
+} from "../ledger/pick.js";
 import { type Outcome, settleEvent } from "../ledger/settle.js";
 import type { Logger } from "../log.js";
 import { type RetryPolicy, retryDelay } from "./backoff.js";
-import { attemptContext } from "./context.js";
 import { failureText } from "./failure-text.js";
-import { FROZEN_AFTER_MS, keepTransactionAlive } from "./heartbeat.js";
+import { FROZEN_AFTER_MS } from "./heartbeat.js";
 import type { Handlers } from "./handlers.js";
+import { runHandler } from "./handler-run.js";
 
 /** What one attempt needs. */
 export interface AttemptDeps {
@@ -42,10 +48,13 @@ export interface AttemptReport {
 }
 
 /**
- * Runs one due event, if any, in one transaction: pick (row lock) → handler → guard → settle, committed together.
- * A handler that throws is rolled back to a savepoint and the failure is recorded in the same transaction, so the
- * row lock is never released between the failure and its record. A handler that times out, or is abandoned when
- * the worker stops, loses its connection (the transaction rolls back); a timeout is then recorded as a failure.
+ * Runs one due event, if any. Its attempt is counted first, in a statement of its own (with a back-off, should the
+ * attempt never record an outcome because its process died); then, in one transaction: lock the row → handler →
+ * guard → settle, committed together. A handler that throws is rolled back to a savepoint and the failure is
+ * recorded in the same transaction, so the row lock is never released between the failure and its record. A
+ * transaction that fails at COMMIT is recorded as a failed attempt afterwards. A handler that times out, or is
+ * abandoned when the worker stops, loses its connection (the transaction rolls back); a timeout is then recorded as
+ * a failure, an abandoned attempt is given back uncounted.
  *
  * @returns false when nothing was due.
  */
@@ -65,16 +74,39 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
     client.off("error", onError);
   };
   try {
+    const counted = await countAttempt(client, deps.ledger, deps.retry);
+    if (!counted) return false;
+    const picked = counted.event;
+    const started = performance.now();
+    if (counted.kind === "exhausted") {
+      deps.log.warn(
+        logFields(picked, started, { result: "dead" }),
+        "event dead: its last attempt ended without an outcome (the worker exited, was killed or lost its connection)",
+      );
+      reportAttempt(deps, picked, started, "dead");
+      return true;
+    }
     // Postgres ends a transaction left idle longer (a frozen worker, a host that vanished mid-handler), and the
     // event is due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts).
     await client.query(`begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS}`);
-    const picked = await pickEvent(client, deps.ledger);
-    if (!picked) {
-      await client.query("commit");
-      return false;
+    const lock = await lockAttempt(client, deps.ledger, picked);
+    if (lock !== "locked") {
+      await client.query("rollback");
+      // "moved": this worker stalled past the attempt's back-off and another one counted a newer attempt meanwhile.
+      if (lock === "moved") reportAttempt(deps, picked, started, "missing");
+      // "entity-busy": an event of the same entity started running since the count; this one waits its turn.
+      else await uncountAttempt(client, deps.ledger, picked);
+      return true;
     }
-    const started = performance.now();
     const result = await runHandler(deps, client, picked);
+    if (result.ended && !(!result.ok && result.cut)) {
+      // The row lock went with the transaction: the event must not run again (see armAttempt).
+      const then = result.ok ? "" : `; then the handler failed: ${result.error.message}`;
+      const status = await recordFailure(deps, client, picked, `${HANDLER_ENDED_TRANSACTION}${then}`, true);
+      deps.log.warn(logFields(picked, started, { result: status }), HANDLER_ENDED_TRANSACTION);
+      reportAttempt(deps, picked, started, "dead");
+      return true;
+    }
     if (result.ok) {
       try {
         await settleEvent(client, deps.ledger, picked.source, picked.dedupe_key, result.outcome);
@@ -93,7 +125,21 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
         );
         return true;
       }
-      await client.query("commit");
+      try {
+        await client.query("commit");
+      } catch (error) {
+        // The server refused the commit (a deferred constraint the handler's writes violate): the transaction
+        // rolled back and the connection is sound. Record the failure outside it; its fence leaves a settled row.
+        if (!(error instanceof pg().DatabaseError)) throw error;
+        const failure = new Error(`the event's transaction failed at commit: ${error.message}`, {
+          cause: error,
+        });
+        const text = failureText(failure, { frames: false });
+        const status = await recordFailure(deps, client, picked, text);
+        deps.log.warn(logFields(picked, started, { result: status, err: text }), "commit failed");
+        reportAttempt(deps, picked, started, status);
+        return true;
+      }
       deps.log.info(
         logFields(picked, started, { result: "settled", outcome: result.outcome }),
         "event settled",
@@ -103,11 +149,17 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
     }
     if (result.cut) {
       // The handler may still be using the connection: destroy it (the server rolls the transaction back), then
-      // record a timeout on a fresh one. An abandoned event is not a failure: it is simply due again.
+      // record a timeout on a fresh one. An abandoned event is not a failure: it is simply due again, uncounted.
       const pid = (client as unknown as { processID: number | null }).processID;
       release(result.error);
       await endBackend(deps, pid);
       if (result.cut === "abandoned") {
+        await uncountAttempt(deps.pool, deps.ledger, picked).catch((error: Error) =>
+          deps.log.warn(
+            { eventId: picked.dedupe_key, err: error.message },
+            "could not give the attempt back",
+          ),
+        );
         deps.log.warn(
           logFields(picked, started, { result: "abandoned" }),
           "worker stopped while the handler ran; the event rolled back and will be picked again",
@@ -115,12 +167,8 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
         reportAttempt(deps, picked, started, "abandoned");
         return true;
       }
-      const status = await recordFailure(
-        deps,
-        deps.pool,
-        picked,
-        failureText(result.error, { frames: false }),
-      );
+      const text = failureText(result.error, { frames: false });
+      const status = await recordFailure(deps, deps.pool, picked, text, result.ended);
       deps.log.warn(
         logFields(picked, started, { result: status, err: result.error.message }),
         "handler timed out",
@@ -192,70 +240,21 @@ async function endBackend(deps: AttemptDeps, pid: number | null): Promise<void> 
   }
 }
 
-class TimeoutError extends Error {}
-class AbandonedError extends Error {}
-
-type HandlerResult =
-  | { ok: true; outcome: Outcome; savepoint: boolean }
-  | { ok: false; error: Error; cut: "timeout" | "abandoned" | false };
-
-async function runHandler(
-  deps: AttemptDeps,
-  client: PoolClient,
-  picked: PickedEvent,
-): Promise<HandlerResult> {
-  const handler = deps.handlers.find(picked.source, picked.event_type);
-  if (!handler) return { ok: true, outcome: "unhandled", savepoint: false };
-  await client.query("savepoint handler");
-  const attempt = attemptContext(client, deps.ledger, picked);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new TimeoutError(`handler exceeded ${deps.handlerTimeoutMs} ms`)),
-      deps.handlerTimeoutMs,
-    );
-  });
-  let onAbort: (() => void) | undefined;
-  const abandoned = new Promise<never>((_, reject) => {
-    const { signal } = deps;
-    if (!signal) return;
-    onAbort = () => reject(new AbandonedError("the worker stopped before the handler finished"));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  const stopBeating = keepTransactionAlive(client);
-  try {
-    const run = Promise.resolve().then(() => handler(attempt.ctx));
-    // After a timeout the handler's own rejection has no one left to hear it; keep it from being "unhandled".
-    run.catch(() => {});
-    await Promise.race([run, timeout, abandoned]);
-    return { ok: true, outcome: attempt.outcome(), savepoint: true };
-  } catch (error) {
-    const err = error instanceof Error ? error : new Error(String(error));
-    const cut = err instanceof TimeoutError ? "timeout" : err instanceof AbandonedError ? "abandoned" : false;
-    return { ok: false, error: err, cut };
-  } finally {
-    stopBeating();
-    attempt.end();
-    clearTimeout(timer);
-    if (onAbort) deps.signal?.removeEventListener("abort", onAbort);
-  }
-}
-
 async function recordFailure(
   deps: AttemptDeps,
   db: Pool | PoolClient,
   picked: PickedEvent,
   text: string,
+  dead = false,
 ): Promise<"failed" | "dead" | "missing"> {
-  const attempt = picked.attempts + 1;
   const status = await failEvent(db, deps.ledger, {
     source: picked.source,
     dedupeKey: picked.dedupe_key,
     error: text,
     maxAttempts: deps.retry.maxAttempts,
-    retryInMs: retryDelay(deps.retry, attempt),
+    retryInMs: retryDelay(deps.retry, picked.attempts),
     attempts: picked.attempts,
+    dead,
   });
   return status ?? "missing";
 }
@@ -265,7 +264,7 @@ function logFields(picked: PickedEvent, started: number, extra: Record<string, u
     source: picked.source,
     eventId: picked.dedupe_key,
     type: picked.event_type,
-    attempt: picked.attempts + 1,
+    attempt: picked.attempts,
     durationMs: Math.round(performance.now() - started),
     ...extra,
   };

@@ -1,7 +1,7 @@
 import type { PoolClient } from "../db/pool.js";
 import { advanceVersion } from "../ledger/advance.js";
 import type { LedgerContext } from "../ledger/context.js";
-import type { PickedEvent } from "../ledger/pick.js";
+import { HANDLER_ENDED_TRANSACTION, type PickedEvent } from "../ledger/pick.js";
 import { encodeVersion } from "../ledger/version.js";
 import type { HandlerContext, HandlerEvent } from "./handlers.js";
 
@@ -10,6 +10,8 @@ class AttemptOverError extends Error {}
 
 // A handler that commits (or rolls back) the event's transaction would release the row lock before the settle:
 // a crash right then would apply the event twice. Such statements are refused with a message naming the cause.
+// The pattern only catches the plain spellings; a comment first or a multi-statement string gets past it, and is
+// caught after the fact by the connection's transaction status (see `endedTransaction`).
 const TRANSACTION_CONTROL =
   /^\s*(begin|start\s+transaction|commit|end|rollback|abort|release|savepoint|prepare\s+transaction)\b/i;
 
@@ -30,6 +32,8 @@ export interface AttemptContext {
   ignored(): boolean;
   /** The settle outcome of a handler that returned: `stale` wins over `ignored`, else `applied`. */
   outcome(): "applied" | "stale" | "ignored";
+  /** True once a query of the handler ended the event's transaction (a commit or rollback however spelled). */
+  endedTransaction(): boolean;
   /** Ends the attempt: the handler's `ctx.tx` refuses every later query. */
   end(): void;
 }
@@ -44,6 +48,7 @@ export function attemptContext(
   picked: PickedEvent,
 ): AttemptContext {
   let over = false;
+  let ended = false;
   let stale = false;
   let ignored = false;
   const name = `${picked.source}/${picked.dedupe_key}`;
@@ -65,7 +70,27 @@ export function attemptContext(
               ),
             );
           }
-          return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+          const result = (target.query as (...a: unknown[]) => unknown).apply(target, args);
+          if (!(result instanceof Promise)) return result;
+          const check = () => {
+            // pg reads the status from the server's ReadyForQuery, before it settles the query: "I" is outside
+            // any transaction, so the statement just run ended the event's.
+            if ((target as { getTransactionStatus?: () => string | null }).getTransactionStatus?.() !== "I")
+              return;
+            ended = true;
+            over = true;
+            throw new Error(`${name}: ${HANDLER_ENDED_TRANSACTION}`);
+          };
+          return result.then(
+            (value: unknown) => {
+              check();
+              return value;
+            },
+            (error: unknown) => {
+              check();
+              throw error;
+            },
+          );
         };
       }
       return Reflect.get(target, property, receiver);
@@ -108,6 +133,7 @@ export function attemptContext(
     stale: () => stale,
     ignored: () => ignored,
     outcome: () => (stale ? "stale" : ignored ? "ignored" : "applied"),
+    endedTransaction: () => ended,
     end: () => {
       over = true;
     },
@@ -122,7 +148,7 @@ function toHandlerEvent(picked: PickedEvent): HandlerEvent {
     payload: picked.payload,
     receivedAt: picked.received_at,
     occurredAt: picked.occurred_at,
-    attempt: picked.attempts + 1,
+    attempt: picked.attempts,
     entity:
       picked.entity_type !== null && picked.entity_id !== null && picked.entity_version !== null
         ? { type: picked.entity_type, id: picked.entity_id, version: picked.entity_version }

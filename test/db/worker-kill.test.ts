@@ -26,13 +26,14 @@ after(async () => {
 });
 
 /** Spawns the worker fixture; `lines` holds what it printed so far. */
-function spawnWorker(mode: "hang" | "sleep") {
+function spawnWorker(mode: "hang" | "sleep" | "exit", maxAttempts?: number) {
   const child = spawn(process.execPath, ["--import", "tsx", FIXTURE], {
     env: {
       ...process.env,
       HOOKLEDGER_TEST_DATABASE_URL: t.url,
       FIXTURE_SCHEMA: t.schema,
       FIXTURE_MODE: mode,
+      ...(maxAttempts !== undefined && { FIXTURE_MAX_ATTEMPTS: String(maxAttempts) }),
     },
   });
   children.push(child);
@@ -63,7 +64,7 @@ function spawnWorker(mode: "hang" | "sleep") {
 
 async function event(id: string) {
   const { rows } = await t.pool.query(
-    `select status, outcome, attempts from "${t.schema}".events where source = 'kill' and dedupe_key = $1`,
+    `select status, outcome, attempts, last_error from "${t.schema}".events where source = 'kill' and dedupe_key = $1`,
     [id],
   );
   return rows[0];
@@ -106,8 +107,13 @@ test("a worker process killed with SIGKILL mid-transaction → the event is appl
     await worker.stop(10_000);
     await pool.end();
   }
-  // The killed transaction's insert was rolled back, and its attempt never counted.
-  assert.deepEqual(await event("k_1"), { status: "settled", outcome: "applied", attempts: 1 });
+  // The killed transaction's insert was rolled back; its attempt was counted when it was picked.
+  assert.deepEqual(await event("k_1"), {
+    status: "settled",
+    outcome: "applied",
+    attempts: 2,
+    last_error: null,
+  });
   assert.deepEqual(await writes("k_1"), ["survivor"]);
 });
 
@@ -117,6 +123,44 @@ test("a graceful SIGTERM lets the in-flight event finish and the process exits 0
   await child.inHandler("g_1");
   child.child.kill("SIGTERM");
   assert.deepEqual(await child.exited, { code: 0, signal: null });
-  assert.deepEqual(await event("g_1"), { status: "settled", outcome: "applied", attempts: 1 });
+  assert.deepEqual(await event("g_1"), {
+    status: "settled",
+    outcome: "applied",
+    attempts: 1,
+    last_error: null,
+  });
   assert.deepEqual(await writes("g_1"), ["child"]);
+});
+
+// docs/architecture.md §6: attempts are counted durably. Each worker process below picks the event and its handler
+// ends the process (process.exit) before any outcome can be recorded; the next process must still see the count.
+test("a handler that exits its process goes dead after maxAttempts, each attempt counted, nothing applied", async () => {
+  await claimTestEvent(t.pool, t.ledger, { source: "kill", id: "x_1" });
+  const maxAttempts = 3;
+  let runs = 0;
+  // One process more than maxAttempts may run the handler: the last one finds the attempts spent.
+  for (let i = 0; i < maxAttempts + 2 && (await event("x_1"))?.status !== "dead"; i++) {
+    const child = spawnWorker("exit", maxAttempts);
+    const outcome = await Promise.race([
+      child.exited.then(() => "exited" as const),
+      waitFor("x_1 dead", async () => (await event("x_1"))?.status === "dead", 60_000).then(
+        () => "dead" as const,
+      ),
+    ]);
+    if (outcome === "exited") {
+      runs++;
+      assert.deepEqual(await child.exited, { code: 3, signal: null });
+    } else {
+      child.child.kill("SIGKILL");
+      await child.exited;
+    }
+  }
+  const row = await event("x_1");
+  assert.deepEqual(
+    { ...row, last_error: undefined },
+    { status: "dead", outcome: null, attempts: maxAttempts, last_error: undefined },
+  );
+  assert.match(row?.last_error ?? "", /attempt 3 ended without an outcome/);
+  assert.equal(runs, maxAttempts, "the handler ran once per attempt, never past maxAttempts");
+  assert.deepEqual(await writes("x_1"), []);
 });
