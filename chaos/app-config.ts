@@ -1,0 +1,77 @@
+import { pathToFileURL } from "node:url";
+
+/** Faults planted on purpose, to prove the oracle fails when it must. */
+export type Plant = "none" | "duplicate" | "lose" | "reorder";
+
+/** The app's schema: what the handler wrote, for the oracle to count. */
+export const APP_SCHEMA = "chaos_app";
+export const SOURCE = "chaos";
+export const SECRET = "whsec_chaos_secret";
+
+/** The app's tables: every run of the handler (applied or skipped as stale) and each entity's state. */
+export const APP_DDL = `
+create schema if not exists ${APP_SCHEMA};
+create table ${APP_SCHEMA}.applications (
+  seq bigserial primary key,
+  event_id text not null,
+  entity text not null,
+  version numeric not null,
+  stale boolean not null,
+  attempt int not null,
+  applied_at timestamptz not null default clock_timestamp()
+);
+create table ${APP_SCHEMA}.entities (
+  id text primary key,
+  version numeric not null,
+  event_id text not null
+);`;
+
+/** The event that the `duplicate` plant applies twice. */
+export const DUPLICATE_TARGET = "evt_0";
+
+/**
+ * The `hookledger.config.mjs` every receiver and worker loads. Its handler applies a versioned entity update with
+ * `ctx.advance()` and records every run in `applications` inside `ctx.tx`, so a committed application is exactly
+ * a committed attempt. A plant breaks one rule on purpose:
+ * - `duplicate`: the first attempt of {@link DUPLICATE_TARGET} writes its application outside `ctx.tx`, then
+ *   throws; the retry applies it again.
+ * - `reorder`: the guard's answer is ignored, so a stale version is applied over a newer one.
+ */
+export function appConfig(distIndex: string, plant: Plant): string {
+  return `import { createPool, defineConfig, env, Handlers } from ${JSON.stringify(pathToFileURL(distIndex).href)};
+
+const plant = ${JSON.stringify(plant)};
+let outside;
+
+export default defineConfig({
+  database: { url: env("DATABASE_URL") },
+  sources: [{ name: ${JSON.stringify(SOURCE)}, provider: "stripe", secrets: [${JSON.stringify(SECRET)}] }],
+  handlers: new Handlers().on(${JSON.stringify(SOURCE)}, "*", async (ctx) => {
+    const { id, entity, attempt } = ctx.event;
+    if (!entity) throw new Error("chaos events all carry an entity");
+    // A little await between statements, so faults also find transactions idle between queries.
+    await new Promise((r) => setTimeout(r, Math.random() * 3));
+    const fresh = await ctx.advance();
+    const apply = fresh || plant === "reorder";
+    const record = [id, entity.id, entity.version, !apply, attempt];
+    const insert = "insert into ${APP_SCHEMA}.applications (event_id, entity, version, stale, attempt) values ($1, $2, $3, $4, $5)";
+    if (plant === "duplicate" && id === ${JSON.stringify(DUPLICATE_TARGET)} && attempt === 1) {
+      outside ??= createPool({ connectionString: process.env.DATABASE_URL, role: "admin", max: 1 });
+      await outside.query(insert, record);
+      throw new Error("planted: applied outside ctx.tx, then failed");
+    }
+    await ctx.tx.query(insert, record);
+    if (!apply) return;
+    await ctx.tx.query(
+      "insert into ${APP_SCHEMA}.entities (id, version, event_id) values ($1, $2, $3) on conflict (id) do update set version = excluded.version, event_id = excluded.event_id",
+      [entity.id, entity.version, id],
+    );
+  }),
+  worker: {
+    concurrency: 4,
+    pollIntervalMs: 200,
+    retry: { maxAttempts: 25, baseDelayMs: 100, maxDelayMs: 2000 },
+  },
+});
+`;
+}

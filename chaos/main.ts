@@ -1,0 +1,56 @@
+// `npm run chaos`: one chaos run against the built package (docs/chaos.md). Exits 1 on any violation.
+// CHAOS_TIER=short|long, CHAOS_PLANT=none|duplicate|lose|reorder, CHAOS_SEED=N, CHAOS_KEEP=1 (keep the logs).
+import type { Plant } from "./app-config.js";
+import { summary } from "./oracle.js";
+import { abortAll, type ChaosOptions, runChaos } from "./run.js";
+import { TIERS } from "./tiers.js";
+
+const tierName = process.env.CHAOS_TIER ?? "short";
+const tier = TIERS[tierName];
+const plant = (process.env.CHAOS_PLANT ?? "none") as Plant;
+if (!tier || !["none", "duplicate", "lose", "reorder"].includes(plant)) {
+  console.error(
+    `CHAOS_TIER is short or long (${tierName}); CHAOS_PLANT is none|duplicate|lose|reorder (${plant})`,
+  );
+  process.exit(2);
+}
+const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);
+
+let interrupted = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    console.error(`\n${signal}: stopping every process, the cluster and the temp dir`);
+    void abortAll().finally(() => process.exit(130));
+  });
+}
+
+const options: ChaosOptions = {
+  ...tier,
+  plant,
+  seed,
+  keep: process.env.CHAOS_KEEP === "1",
+  note: (line) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}`),
+};
+const t0 = Date.now();
+console.log(
+  `chaos ${tierName}: ${tier.events} events, ${tier.receivers} receivers, ${tier.workers} workers, plant ${plant}, seed ${seed}`,
+);
+try {
+  const result = await runChaos(options);
+  const wall = ((Date.now() - t0) / 1000).toFixed(1);
+  console.log(
+    `\nfaults: ${JSON.stringify(result.faults)} · process restarts ${result.restarts}\n` +
+      `provider: ${result.providerPosts} POSTs ${JSON.stringify(result.providerStatuses)}, never acknowledged ${result.undelivered}\n` +
+      `timings: setup ${result.timings.setup} ms, deliver+faults ${result.timings.deliver} ms, settle ${result.timings.settle} ms, wall ${wall} s`,
+  );
+  console.log(summary(result.verdict));
+  if (options.keep) console.log(`kept ${result.dir}`);
+  process.exit(result.verdict.ok ? 0 : 1);
+} catch (error) {
+  if (!interrupted) {
+    console.error("chaos run failed to complete:", error);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,175 @@
+import type pg from "pg";
+import { APP_SCHEMA, SOURCE } from "./app-config.js";
+import type { SentEvent } from "./provider.js";
+
+/** A ledger row, with its rank in the guard's order among its entity's events (version, then receipt order). */
+export interface LedgerRow {
+  readonly id: string;
+  readonly entity: string | null;
+  readonly status: string;
+  readonly outcome: string | null;
+  readonly attempts: number;
+  readonly rank: number;
+}
+
+/** One run of the handler that committed, in commit order per entity (`seq`). */
+export interface Application {
+  readonly seq: number;
+  readonly eventId: string;
+  readonly entity: string;
+  readonly stale: boolean;
+}
+
+export interface EntityState {
+  readonly id: string;
+  readonly eventId: string;
+}
+
+/** Everything the oracle judges: what was sent and what the database holds once the run is over. */
+export interface Observed {
+  readonly sent: readonly SentEvent[];
+  readonly ledger: readonly LedgerRow[];
+  readonly applications: readonly Application[];
+  readonly entities: readonly EntityState[];
+}
+
+/** The oracle's findings: each list names the events (or entities) that broke one rule. */
+export interface Verdict {
+  readonly sent: number;
+  readonly ledgerRows: number;
+  readonly applied: number;
+  readonly staleSkips: number;
+  /** Sent, but no ledger row, or settled without ever being applied. */
+  readonly lost: string[];
+  /** Applied (or skipped as stale) more than once. */
+  readonly duplicated: string[];
+  /** In the ledger or applied, but never sent. */
+  readonly unexpected: string[];
+  /** Not settled (pending, failed, inline) by the deadline. */
+  readonly stuck: string[];
+  readonly dead: string[];
+  /** Entities whose final state is not their highest version (ties: the one received last). */
+  readonly wrongState: string[];
+  /** Applications of an older version committed after a newer one of the same entity. */
+  readonly outOfOrder: string[];
+  readonly ok: boolean;
+}
+
+/** Judges a run; pure, so a unit test can feed it made-up observations. */
+export function judge(observed: Observed): Verdict {
+  const sentIds = new Set(observed.sent.map((e) => e.id));
+  const ledger = new Map(observed.ledger.map((row) => [row.id, row]));
+  const runs = new Map<string, number>();
+  for (const a of observed.applications) runs.set(a.eventId, (runs.get(a.eventId) ?? 0) + 1);
+
+  const lost = observed.sent
+    .filter((e) => {
+      const row = ledger.get(e.id);
+      return row === undefined || (row.status === "settled" && !runs.has(e.id));
+    })
+    .map((e) => e.id);
+  const duplicated = [...runs].filter(([, n]) => n > 1).map(([id]) => id);
+  const unexpected = [
+    ...new Set([
+      ...observed.ledger.map((r) => r.id).filter((id) => !sentIds.has(id)),
+      ...observed.applications.map((a) => a.eventId).filter((id) => !sentIds.has(id)),
+    ]),
+  ];
+  const stuck = observed.ledger.filter((r) => r.status !== "settled" && r.status !== "dead").map((r) => r.id);
+  const dead = observed.ledger.filter((r) => r.status === "dead").map((r) => r.id);
+
+  // The winner of each entity: the highest rank among its ledger rows.
+  const winners = new Map<string, LedgerRow>();
+  for (const row of observed.ledger) {
+    if (row.entity === null || !sentIds.has(row.id)) continue;
+    const best = winners.get(row.entity);
+    if (!best || row.rank > best.rank) winners.set(row.entity, row);
+  }
+  const state = new Map(observed.entities.map((e) => [e.id, e.eventId]));
+  const wrongState = [...winners]
+    .filter(([entity, row]) => state.get(entity) !== row.id)
+    .map(([entity, row]) => `${entity}: ${state.get(entity) ?? "nothing"} instead of ${row.id}`);
+
+  // Per entity, the applications (not the stale skips) in commit order must climb strictly in rank; a repeated
+  // application of one event is counted as duplicated, not here.
+  const outOfOrder: string[] = [];
+  const last = new Map<string, { rank: number; id: string }>();
+  const seen = new Set<string>();
+  for (const a of [...observed.applications].sort((x, y) => x.seq - y.seq)) {
+    if (a.stale || seen.has(a.eventId)) continue;
+    seen.add(a.eventId);
+    const rank = ledger.get(a.eventId)?.rank;
+    if (rank === undefined) continue;
+    const before = last.get(a.entity);
+    if (before && rank <= before.rank) outOfOrder.push(`${a.entity}: ${a.eventId} after ${before.id}`);
+    if (!before || rank > before.rank) last.set(a.entity, { rank, id: a.eventId });
+  }
+
+  const applied = observed.applications.filter((a) => !a.stale).length;
+  const verdict = {
+    sent: observed.sent.length,
+    ledgerRows: observed.ledger.length,
+    applied,
+    staleSkips: observed.applications.length - applied,
+    lost,
+    duplicated,
+    unexpected,
+    stuck,
+    dead,
+    wrongState,
+    outOfOrder,
+  };
+  const ok = [lost, duplicated, unexpected, stuck, dead, wrongState, outOfOrder].every((l) => l.length === 0);
+  return { ...verdict, ok };
+}
+
+/** Reads what the oracle judges from the database. */
+export async function observe(db: pg.Pool, schema: string, sent: readonly SentEvent[]): Promise<Observed> {
+  const ledger = await db.query<LedgerRow>(
+    `select dedupe_key as id, entity_id as entity, status, outcome, attempts,
+            (row_number() over (partition by entity_type, entity_id
+                                order by entity_version, received_at, seq))::int as rank
+       from "${schema}".events where source = $1`,
+    [SOURCE],
+  );
+  const applications = await db.query<Application>(
+    `select seq::int as seq, event_id as "eventId", entity, stale from ${APP_SCHEMA}.applications`,
+  );
+  const entities = await db.query<EntityState>(
+    `select id, event_id as "eventId" from ${APP_SCHEMA}.entities`,
+  );
+  return { sent, ledger: ledger.rows, applications: applications.rows, entities: entities.rows };
+}
+
+/** Unsettled ledger rows and sent events without a row: zero once the run has settled. */
+export async function unsettled(db: pg.Pool, schema: string, sent: number): Promise<number> {
+  const { rows } = await db.query<{ open: number; total: number }>(
+    `select count(*) filter (where status not in ('settled', 'dead'))::int as open, count(*)::int as total
+       from "${schema}".events where source = $1`,
+    [SOURCE],
+  );
+  const row = rows[0] ?? { open: 0, total: 0 };
+  return row.open + Math.max(0, sent - row.total);
+}
+
+/** The verdict in a few lines: counts, and up to 5 examples of each violation. */
+export function summary(v: Verdict): string {
+  const lines = [
+    `sent ${v.sent} · ledger rows ${v.ledgerRows} · applied ${v.applied} · stale skips ${v.staleSkips}`,
+  ];
+  const checks: [string, string[]][] = [
+    ["lost", v.lost],
+    ["duplicated", v.duplicated],
+    ["unexpected", v.unexpected],
+    ["stuck", v.stuck],
+    ["dead", v.dead],
+    ["wrong final state", v.wrongState],
+    ["out-of-order commits", v.outOfOrder],
+  ];
+  for (const [name, list] of checks) {
+    const examples = list.length > 0 ? `  e.g. ${list.slice(0, 5).join(", ")}` : "";
+    lines.push(`${name.padEnd(21)} ${String(list.length).padStart(6)}${examples}`);
+  }
+  lines.push(v.ok ? "verdict: PASS" : "verdict: FAIL");
+  return lines.join("\n");
+}

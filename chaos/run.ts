@@ -1,0 +1,196 @@
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import pg from "pg";
+import { APP_DDL, appConfig, type Plant } from "./app-config.js";
+import { type Cluster, startCluster } from "./cluster.js";
+import { type FaultKind, type FaultPlan, runFaults } from "./faults.js";
+import { judge, observe, unsettled, type Verdict } from "./oracle.js";
+import { Fleet } from "./processes.js";
+import { deliver, lateStaleEvent, makeEvents, type SentEvent } from "./provider.js";
+
+export interface ChaosOptions {
+  readonly events: number;
+  readonly receivers: number;
+  readonly workers: number;
+  /** No plan: no faults (the oracle's own test). */
+  readonly faults?: FaultPlan;
+  /** How long the run may take to settle once the faults are over. */
+  readonly settleDeadlineMs: number;
+  readonly plant: Plant;
+  readonly seed: number;
+  /** Provider POSTs in flight at once. */
+  readonly concurrency: number;
+  /** Pace the provider (POSTs a second), so that the faults meet deliveries. */
+  readonly postsPerSecond?: number;
+  /** Keep the temporary directory (server and process logs) instead of removing it. */
+  readonly keep?: boolean;
+  readonly note?: (line: string) => void;
+}
+
+export interface ChaosResult {
+  readonly verdict: Verdict;
+  readonly faults: Record<FaultKind, number> | undefined;
+  readonly restarts: number;
+  readonly providerPosts: number;
+  readonly providerStatuses: Readonly<Record<number, number>>;
+  readonly undelivered: number;
+  /** Phases' wall times in ms. */
+  readonly timings: { readonly setup: number; readonly deliver: number; readonly settle: number };
+  readonly dir: string;
+}
+
+const SCHEMA = "hookledger";
+const ROOT = resolve(import.meta.dirname, "..");
+
+/** Cleanups of runs in progress, so that Ctrl-C can stop everything a run started. */
+const active = new Set<() => Promise<void>>();
+
+/** Stops every run in progress (processes, clusters, temp dirs): the SIGINT path. */
+export async function abortAll(): Promise<void> {
+  await Promise.all([...active].map((stop) => stop()));
+}
+
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => done(typeof address === "object" && address ? address.port : 0));
+    });
+    server.on("error", fail);
+  });
+}
+
+async function until(check: () => Promise<boolean>, deadlineMs: number): Promise<boolean> {
+  const end = Date.now() + deadlineMs;
+  while (Date.now() < end) {
+    if (await check().catch(() => false)) return true;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
+/**
+ * One chaos run: a fresh cluster, the fleet, the provider and the faults at once, then the settle and the oracle.
+ * Everything it started is stopped before it returns or throws.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const note = options.note ?? (() => {});
+  const random = seeded(options.seed);
+  const started = Date.now();
+  const dir = await mkdtemp(join(tmpdir(), "hookledger-chaos-"));
+  // As root the server runs as the postgres user, who must be able to enter this directory.
+  await chmod(dir, 0o755);
+  let cluster: Cluster | undefined;
+  let fleet: Fleet | undefined;
+  let admin: pg.Pool | undefined;
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= (async () => {
+      await fleet?.stop().catch(() => {});
+      await admin?.end().catch(() => {});
+      await cluster?.stop().catch(() => {});
+      if (!options.keep) await rm(dir, { recursive: true, force: true });
+    })();
+    return stopped;
+  };
+  active.add(stop);
+  try {
+    cluster = await startCluster(dir, await freePort());
+    note(`postgres on port ${cluster.port}, files in ${dir}`);
+    admin = new pg.Pool({ connectionString: cluster.url, max: 3, application_name: "chaos-driver" });
+    // Connections the faults break are replaced; a broken idle one must not crash the driver.
+    admin.on("error", () => {});
+    await admin.query(APP_DDL);
+    const config = join(dir, "hookledger.config.mjs");
+    await writeFile(config, appConfig(join(ROOT, "dist/index.js"), options.plant));
+    const logDir = join(dir, "logs");
+    await mkdir(logDir);
+    const ports = await Promise.all(Array.from({ length: options.receivers }, freePort));
+    fleet = new Fleet({
+      bin: join(ROOT, "dist/cli/main.js"),
+      config,
+      databaseUrl: cluster.url,
+      logDir,
+      receivers: ports,
+      workers: options.workers,
+    });
+    await fleet.start();
+    const setupMs = Date.now() - started;
+    note(`${options.receivers} receivers and ${options.workers} workers ready in ${setupMs} ms`);
+
+    const sent: SentEvent[] = makeEvents(options.events, random);
+    // The `lose` plant drops one event from what the provider delivers, not from what the oracle expects.
+    const delivered = options.plant === "lose" ? sent.slice(1) : sent;
+    const receivers = () => fleet?.receivers().map((m) => m.url as string) ?? [];
+    const deliverStart = Date.now();
+    const f = fleet;
+    const c = cluster;
+    const a = admin;
+    const [report, faults] = await Promise.all([
+      deliver({
+        events: delivered,
+        receivers,
+        seed: options.seed,
+        concurrency: options.concurrency,
+        ...(options.postsPerSecond !== undefined && { postsPerSecond: options.postsPerSecond }),
+      }).then((r) => {
+        note(`provider done: ${r.delivered} events acknowledged, ${r.attempts} POSTs`);
+        return r;
+      }),
+      options.faults ? runFaults(options.faults, f, c, a, random, note) : Promise.resolve(undefined),
+    ]);
+    const deliverMs = Date.now() - deliverStart;
+    note(`deliveries and faults over (${deliverMs} ms)`);
+
+    const settleStart = Date.now();
+    const expected = delivered.length;
+    let settledInTime = await until(
+      async () => (await unsettled(a, SCHEMA, expected)) === 0,
+      options.settleDeadlineMs,
+    );
+    // Then one event older than everything its entity saw: it must settle stale, whatever the processing order.
+    const late = lateStaleEvent();
+    sent.push(late);
+    const lateReport = await deliver({ events: [late], receivers, seed: options.seed, concurrency: 1 });
+    if (settledInTime) {
+      settledInTime = await until(
+        async () => (await unsettled(a, SCHEMA, expected + 1)) === 0,
+        options.settleDeadlineMs,
+      );
+    }
+    const settleMs = Date.now() - settleStart;
+    note(settledInTime ? `settled in ${settleMs} ms` : `not settled within ${options.settleDeadlineMs} ms`);
+
+    const observed = await observe(a, SCHEMA, sent);
+    const verdict = judge(observed);
+    const statuses: Record<number, number> = { ...report.statuses };
+    for (const [s, n] of Object.entries(lateReport.statuses))
+      statuses[Number(s)] = (statuses[Number(s)] ?? 0) + n;
+    return {
+      verdict,
+      faults,
+      restarts: f.members.reduce((n, m) => n + m.starts - 1, 0),
+      providerPosts: report.attempts + lateReport.attempts,
+      providerStatuses: statuses,
+      undelivered: report.undelivered.length + lateReport.undelivered.length,
+      timings: { setup: setupMs, deliver: deliverMs, settle: settleMs },
+      dir,
+    };
+  } finally {
+    await stop();
+    active.delete(stop);
+  }
+}
