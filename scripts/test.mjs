@@ -60,7 +60,7 @@ function freePort() {
 const unit = await files("test/unit");
 const db = await files("test/db");
 const once = await files("test/once");
-// "external", "embedded" or "nodes" (the HOOKLEDGER_TEST_NODES passes), to iterate faster locally.
+// "external", "embedded", "chaos" or "nodes" (the HOOKLEDGER_TEST_NODES passes), to iterate faster locally.
 const only = process.env.HOOKLEDGER_TEST_ONLY;
 
 let ok = true;
@@ -91,6 +91,16 @@ if (only === undefined || only === "embedded") {
     await embedded.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+// The chaos suite's short tier (docs/chaos.md): its own cluster, receivers and workers as processes, faults, and
+// an oracle that fails the run on anything lost, duplicated, stuck or out of order.
+if (only === undefined || only === "chaos") {
+  console.log("\n=== chaos suite, short tier");
+  ok =
+    (await new Promise((resolve) => {
+      const child = spawn(process.execPath, ["--import", "tsx", "chaos/main.ts"], { stdio: "inherit" });
+      child.on("exit", (code, signal) => resolve(code === 0 && signal === null));
+    })) && ok;
 }
 const extraNodes = (process.env.HOOKLEDGER_TEST_NODES ?? "").split(delimiter).filter((path) => path !== "");
 for (const node of only === undefined || only === "nodes" ? extraNodes : []) {
