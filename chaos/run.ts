@@ -1,3 +1,4 @@
+import { seededRandom } from "hookledger/testing";
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -52,17 +53,6 @@ export async function abortAll(): Promise<void> {
   await Promise.all([...active].map((stop) => stop()));
 }
 
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const server = createServer().listen(0, "127.0.0.1", () => {
@@ -88,7 +78,7 @@ async function until(check: () => Promise<boolean>, deadlineMs: number): Promise
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const note = options.note ?? (() => {});
-  const random = seeded(options.seed);
+  const random = seededRandom(options.seed);
   const started = Date.now();
   const dir = await mkdtemp(join(tmpdir(), "hookledger-chaos-"));
   // As root the server runs as the postgres user, who must be able to enter this directory.

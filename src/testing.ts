@@ -17,5 +17,6 @@ export {
   type SimulatedEvent,
   type SimulateOptions,
   type SimulationReport,
+  seededRandom,
   simulateProvider,
 } from "./testing/simulate.js";

@@ -109,7 +109,7 @@ export interface SimulationReport {
  * console.log(report.delivered, report.duplicatesSent, report.statuses);
  */
 export async function simulateProvider(options: SimulateOptions): Promise<SimulationReport> {
-  const random = mulberry32(options.seed ?? 1);
+  const random = seededRandom(options.seed ?? 1);
   const { sign } = options;
   const events =
     typeof sign === "function" || options.events.every((e) => e.id !== undefined) || !idHeaderOf(sign)
@@ -194,8 +194,15 @@ function poster(
   };
 }
 
-// A small seeded generator (mulberry32), so a failing run can be repeated with its seed.
-function mulberry32(seed: number): () => number {
+/**
+ * A small seeded generator of numbers in [0, 1) (mulberry32): the same seed, the same sequence, so a failing run
+ * of a simulation or a fuzz test can be repeated with its seed.
+ *
+ * @example
+ * const random = seededRandom(42);
+ * const pick = Math.floor(random() * 10);
+ */
+export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Pool } from "hookledger";
+import { seededRandom } from "hookledger/testing";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { NOW_S } from "../helpers/http.js";
 import { type Shipment, ship, type StorableBed, storableBed, storedRow } from "../helpers/storable.js";
@@ -22,17 +23,6 @@ after(async () => {
   await bed?.close();
   await t?.drop();
 });
-
-/** mulberry32: a small seeded generator, so a failure replays with the same seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SEED = Number(process.env.STORABLE_FUZZ_SEED ?? 20_251_108);
 const COUNT = 500;
@@ -99,7 +89,7 @@ function fuzzCase(r: () => number, n: number): Shipment {
 }
 
 test(`${COUNT} seeded signed deliveries mixing the hazards: never a 5xx, every accepted body stored byte-exact`, async () => {
-  const r = random(SEED);
+  const r = seededRandom(SEED);
   const cases = Array.from({ length: COUNT }, (_, n) => fuzzCase(r, n));
   const tally = new Map<number, number>();
   const lanes = 4;
