@@ -134,6 +134,15 @@ test("a worker frozen with SIGSTOP mid-handler: other entities keep settling, it
   }
   assert.deepEqual(byEvent.get("frozen_3"), ["parent"]);
   for (let i = 0; i < 20; i++) assert.deepEqual(byEvent.get(`other_${i}`), ["parent"], `other_${i}`);
+  // While other work was due, settling never paused for 10 s: from the freeze to the first of the other entities'
+  // events, and between each of them and the next (before the fix: nothing settled for 19-52 s).
+  const settledAt = await t.pool.query<{ at: number }>(
+    `select extract(epoch from settled_at) * 1000 as at from ${t.ledger.s}.events
+     where dedupe_key like 'other\\_%' order by settled_at`,
+  );
+  const times = [frozenAt, ...settledAt.rows.map((r) => Number(r.at))];
+  const gaps = times.slice(1).map((at, i) => at - (times[i] as number));
+  assert.ok(Math.max(...gaps) < 10_000, `settling paused for ${Math.round(Math.max(...gaps))} ms: ${gaps}`);
   const guard = await t.pool.query(
     `select version::int as version, dedupe_key from ${t.ledger.s}.entity_versions where entity_id = 'sub_x'`,
   );
