@@ -104,7 +104,8 @@ const armSql = statement(
   "pick-arm",
   (s) => `update ${s}.events
 set status = 'dead', attempt_started_at = null, last_error = $3::text
-where source = $1::text and dedupe_key = $2::text`,
+where source = $1::text and dedupe_key = $2::text
+returning pg_current_xact_id()::text as xid`,
 );
 
 /** What last_error says of an event whose handler ended its transaction. */
@@ -115,16 +116,19 @@ export const HANDLER_ENDED_TRANSACTION =
 /**
  * Inside the attempt's transaction, before the handler runs: makes a commit by anyone but hookledger leave the
  * event dead with {@link HANDLER_ENDED_TRANSACTION}. The settle, or rolling back to the handler's savepoint, undoes it.
+ * Returns the transaction's id, which the settle checks: a handler that ended it and began another (`commit; begin`
+ * in one string) leaves the connection in a transaction, where no status check can see the switch.
  *
  * @example
  * await tx.query("savepoint handler");
- * await armAttempt(tx, ledger, picked);
+ * const xid = await armAttempt(tx, ledger, picked);
  */
-export async function armAttempt(tx: Queryable, ledger: LedgerContext, picked: PickedEvent): Promise<void> {
-  await tx.query({
+export async function armAttempt(tx: Queryable, ledger: LedgerContext, picked: PickedEvent): Promise<string> {
+  const { rows } = await tx.query<{ xid: string }>({
     ...armSql(ledger),
     values: [picked.source, picked.dedupe_key, HANDLER_ENDED_TRANSACTION],
   });
+  return rows[0]?.xid ?? "";
 }
 
 /** The retry policy the count needs: the back-off given to the attempt should it end unrecorded. */

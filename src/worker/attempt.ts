@@ -99,17 +99,17 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
       return true;
     }
     const result = await runHandler(deps, client, picked);
-    if (result.ended && !(!result.ok && result.cut)) {
-      // The row lock went with the transaction: the event must not run again (see armAttempt).
-      const then = result.ok ? "" : `; then the handler failed: ${result.error.message}`;
-      const status = await recordFailure(deps, client, picked, `${HANDLER_ENDED_TRANSACTION}${then}`, true);
-      deps.log.warn(logFields(picked, started, { result: status }), HANDLER_ENDED_TRANSACTION);
-      reportAttempt(deps, picked, started, "dead");
-      return true;
-    }
-    if (result.ok) {
+    let ended = result.ended;
+    if (result.ok && !ended) {
       try {
-        await settleEvent(client, deps.ledger, picked.source, picked.dedupe_key, result.outcome);
+        ended = !(await settleEvent(
+          client,
+          deps.ledger,
+          picked.source,
+          picked.dedupe_key,
+          result.outcome,
+          result.xid,
+        ));
       } catch (error) {
         // A handler that caught the error of its own failed query returns normally, but the transaction is aborted
         // and the settle fails. Without this the event would be picked again and again, its attempts never counted.
@@ -125,6 +125,18 @@ export async function attemptNext(deps: AttemptDeps): Promise<boolean> {
         );
         return true;
       }
+      // Not settled: the handler ended the attempt's transaction and began another; what it wrote there goes.
+      if (ended) await client.query("rollback");
+    }
+    if (ended && !(!result.ok && result.cut)) {
+      // The row lock went with the transaction: the event must not run again (see armAttempt).
+      const then = result.ok ? "" : `; then the handler failed: ${result.error.message}`;
+      const status = await recordFailure(deps, client, picked, `${HANDLER_ENDED_TRANSACTION}${then}`, true);
+      deps.log.warn(logFields(picked, started, { result: status }), HANDLER_ENDED_TRANSACTION);
+      reportAttempt(deps, picked, started, "dead");
+      return true;
+    }
+    if (result.ok) {
       try {
         await client.query("commit");
       } catch (error) {

@@ -10,7 +10,7 @@ class AbandonedError extends Error {}
 
 /** How the handler of one attempt ended; `ended`: it ended the event's transaction itself. */
 export type HandlerResult =
-  | { ok: true; outcome: Outcome; savepoint: boolean; ended: boolean }
+  | { ok: true; outcome: Outcome; savepoint: boolean; ended: boolean; xid?: string }
   | { ok: false; error: Error; cut: "timeout" | "abandoned" | false; ended: boolean };
 
 /**
@@ -28,7 +28,7 @@ export async function runHandler(
   const handler = deps.handlers.find(picked.source, picked.event_type);
   if (!handler) return { ok: true, outcome: "unhandled", savepoint: false, ended: false };
   await client.query("savepoint handler");
-  await armAttempt(client, deps.ledger, picked);
+  const xid = await armAttempt(client, deps.ledger, picked);
   const attempt = attemptContext(client, deps.ledger, picked);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -51,7 +51,7 @@ export async function runHandler(
     // After a timeout the handler's own rejection has no one left to hear it; keep it from being "unhandled".
     run.catch(() => {});
     await Promise.race([run, timeout, abandoned]);
-    return { ok: true, outcome: attempt.outcome(), savepoint: true, ended: attempt.endedTransaction() };
+    return { ok: true, outcome: attempt.outcome(), savepoint: true, ended: attempt.endedTransaction(), xid };
   } catch (error) {
     const err = error instanceof Error ? error : new Error(String(error));
     const cut = err instanceof TimeoutError ? "timeout" : err instanceof AbandonedError ? "abandoned" : false;

@@ -136,3 +136,41 @@ test("a handler that ends the event's transaction by any spelling, then throws, 
     assert.match(r?.last_error ?? "", /handler ended the event's transaction/, name);
   }
 });
+
+// A string that ends the transaction and opens another leaves the connection in a transaction, so the status check
+// after each query cannot see it; the settle checks that it runs in the transaction the attempt began.
+const REOPENED = { rollbackBegin: "/* x */ rollback; begin", commitBegin: "/* x */ commit; begin" };
+
+test("a handler that ends the event's transaction and begins another, then returns, settles nothing and fails clearly", async () => {
+  const source = "reopened";
+  for (const name of Object.keys(REOPENED)) await claimTestEvent(t.pool, t.ledger, { source, id: name });
+  const handlers = new Handlers().on(source, "*", async (ctx) => {
+    const write = (step: string) =>
+      ctx.tx.query(`insert into ${s}.applied (event_id, attempt) values ($1, $2)`, [
+        `${ctx.event.id}:${step}`,
+        ctx.event.attempt,
+      ]);
+    await write("before");
+    await ctx.tx.query(REOPENED[ctx.event.id as keyof typeof REOPENED]);
+    await write("after");
+  });
+  await withWorker(handlers, () =>
+    waitFor(
+      "both events ended",
+      async () => {
+        const counts = await statuses(source);
+        return (counts.dead ?? 0) + (counts.settled ?? 0) === 2;
+      },
+      30_000,
+    ),
+  );
+  const { rows } = await t.pool.query<{ event_id: string }>(`select event_id from ${s}.applied order by 1`);
+  const applied = rows.map((r) => r.event_id).filter((id) => id.includes(":"));
+  // Only what the handler itself committed before opening a new transaction remains; nothing after it.
+  assert.deepEqual(applied, ["commitBegin:before"]);
+  for (const name of Object.keys(REOPENED)) {
+    const r = await row(source, name);
+    assert.equal(r?.status, "dead", `${name}: ${JSON.stringify(r)}`);
+    assert.match(r?.last_error ?? "", /handler ended the event's transaction/, name);
+  }
+});
