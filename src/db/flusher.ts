@@ -1,7 +1,9 @@
 import type { Logger } from "../log.js";
 
-/** Counts kept in memory and written to Postgres on an interval and at shutdown. */
-export interface Flusher {
+/** Counts kept in memory by key and written to Postgres in one statement on an interval and at shutdown. */
+export interface Flusher<V> {
+  /** The pending entry for `key`, made by `create` when there is none. */
+  entry(key: string, create: () => V): V;
   /** Writes now; one write at a time, so a slow one is never overtaken and `close()` waits for it. */
   flush(): Promise<void>;
   /** Stops the timer and writes what is left; a failure then is logged (the counts are lost), never thrown. */
@@ -9,20 +11,40 @@ export interface Flusher {
 }
 
 /**
- * Runs `write` every `flushMs` (the timer never keeps the process alive) and at `close()`. `write` puts its batch
- * back when it fails, so the next flush tries again; `what` names the counts in the log.
+ * Batches counts by key: the hot path only touches an in-memory entry; every `flushMs` (a timer that never keeps
+ * the process alive) and at `close()` the pending entries go to `write` as one batch. A failed write puts its
+ * batch back, `merge`d into whatever arrived meanwhile, so the next flush tries again; `what` names the counts in
+ * the log.
  *
  * @example
- * const flusher = periodicFlusher(write, { flushMs: 5000, log, what: "delivery statistics" });
+ * const counts = countFlusher<{ n: number }>((rows) => db.query(...), (into, from) => { into.n += from.n; }, { log, what: "duplicate counts" });
+ * counts.entry("stripe\0evt_1", () => ({ n: 0 })).n++;
  */
-export function periodicFlusher(
-  write: () => Promise<void>,
+export function countFlusher<V>(
+  write: (entries: readonly V[]) => Promise<unknown>,
+  merge: (into: V, from: V) => void,
   options: { readonly flushMs?: number | undefined; readonly log: Logger; readonly what: string },
-): Flusher {
+): Flusher<V> {
   const { log, what } = options;
+  let pending = new Map<string, V>();
+  const writeBatch = async () => {
+    if (pending.size === 0) return;
+    const batch = pending;
+    pending = new Map();
+    try {
+      await write([...batch.values()]);
+    } catch (error) {
+      for (const [key, value] of batch) {
+        const current = pending.get(key);
+        if (current) merge(current, value);
+        else pending.set(key, value);
+      }
+      throw error;
+    }
+  };
   let flushing: Promise<void> = Promise.resolve();
   const flush = () => {
-    flushing = flushing.catch(() => {}).then(write);
+    flushing = flushing.catch(() => {}).then(writeBatch);
     return flushing;
   };
   const timer = setInterval(() => {
@@ -32,6 +54,14 @@ export function periodicFlusher(
   }, options.flushMs ?? 5000);
   timer.unref();
   return {
+    entry(key, create) {
+      let value = pending.get(key);
+      if (value === undefined) {
+        value = create();
+        pending.set(key, value);
+      }
+      return value;
+    },
     flush,
     async close() {
       clearInterval(timer);

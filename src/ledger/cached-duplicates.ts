@@ -1,5 +1,5 @@
 import type { EdgeObserver } from "../edge/observer.js";
-import { periodicFlusher } from "../db/flusher.js";
+import { countFlusher } from "../db/flusher.js";
 import type { Logger } from "../log.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
@@ -57,38 +57,26 @@ on conflict (source, dedupe_key) do update set count = d.count + excluded.count,
 export function createDuplicateCounter(options: DuplicateCounterOptions): DuplicateCounter {
   const { db, ledger, log } = options;
   // `${source}\0${dedupeKey}` → deliveries not yet written
-  let pending = new Map<string, { source: string; dedupeKey: string; n: number }>();
-
-  const count = (key: string, source: string, dedupeKey: string, n: number) => {
-    const row = pending.get(key);
-    if (row) row.n += n;
-    else pending.set(key, { source, dedupeKey, n });
-  };
-
-  const write = async () => {
-    if (pending.size === 0) return;
-    const batch = pending;
-    pending = new Map();
-    const rows = [...batch.values()];
-    try {
-      await db.query({
+  const counts = countFlusher<{ source: string; dedupeKey: string; n: number }>(
+    (rows) =>
+      db.query({
         ...addSql(ledger),
         values: [rows.map((r) => r.source), rows.map((r) => r.dedupeKey), rows.map((r) => r.n)],
-      });
-    } catch (error) {
-      for (const [key, row] of batch) count(key, row.source, row.dedupeKey, row.n);
-      throw error;
-    }
-  };
-  const flusher = periodicFlusher(write, { flushMs: options.flushMs, log, what: "cached duplicate counts" });
+      }),
+    (into, from) => {
+      into.n += from.n;
+    },
+    { flushMs: options.flushMs, log, what: "cached duplicate counts" },
+  );
 
   return {
     delivery(report) {
       if (report.result !== "duplicate" || !report.shortCircuit || report.eventId === undefined) return;
       // Source names hold no NUL (see memorySeenCache), so the map key is unambiguous.
-      count(`${report.source}\0${report.eventId}`, report.source, report.eventId, 1);
+      const { source, eventId: dedupeKey } = report;
+      counts.entry(`${source}\0${dedupeKey}`, () => ({ source, dedupeKey, n: 0 })).n++;
     },
-    flush: flusher.flush,
-    close: flusher.close,
+    flush: counts.flush,
+    close: counts.close,
   };
 }

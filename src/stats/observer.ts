@@ -1,4 +1,4 @@
-import { periodicFlusher } from "../db/flusher.js";
+import { countFlusher } from "../db/flusher.js";
 import type { DeliveryReport, DeliveryResult, EdgeObserver } from "../edge/observer.js";
 import { type LedgerContext, type Queryable, statement } from "../ledger/context.js";
 import type { Logger } from "../log.js";
@@ -110,45 +110,27 @@ on conflict (source, minute) do update set
 export function createStatsObserver(options: StatsObserverOptions): StatsObserver {
   const { db, ledger, log } = options;
   const now = options.now ?? Date.now;
-  let pending = new Map<string, { source: string; minute: number; counts: DeliveryCounts }>();
-
-  const bucket = (source: string): DeliveryCounts => {
-    const minute = Math.floor(now() / 60_000) * 60_000;
-    const key = `${minute} ${source}`;
-    let entry = pending.get(key);
-    if (!entry) {
-      entry = { source, minute, counts: zero() };
-      pending.set(key, entry);
-    }
-    return entry.counts;
-  };
-
-  const write = async () => {
-    if (pending.size === 0) return;
-    const batch = pending;
-    pending = new Map();
-    const rows = [...batch.values()];
-    try {
-      await db.query({
+  const pending = countFlusher<{ source: string; minute: number; counts: DeliveryCounts }>(
+    (rows) =>
+      db.query({
         ...upsertSql(ledger),
         values: [
           rows.map((r) => r.source),
           rows.map((r) => new Date(r.minute)),
           ...COLUMNS.map((c) => rows.map((r) => r.counts[c])),
         ],
-      });
-    } catch (error) {
-      // Put the counts back, added to whatever arrived meanwhile: the next flush tries again.
-      for (const [key, entry] of batch) {
-        const current = pending.get(key);
-        if (!current) pending.set(key, entry);
-        else for (const c of COLUMNS) current.counts[c] += entry.counts[c];
-      }
-      throw error;
-    }
-  };
+      }),
+    // Counts put back after a failed write are added to whatever arrived meanwhile.
+    (into, from) => {
+      for (const c of COLUMNS) into.counts[c] += from.counts[c];
+    },
+    { flushMs: options.flushMs, log, what: "delivery statistics" },
+  );
 
-  const flusher = periodicFlusher(write, { flushMs: options.flushMs, log, what: "delivery statistics" });
+  const bucket = (source: string): DeliveryCounts => {
+    const minute = Math.floor(now() / 60_000) * 60_000;
+    return pending.entry(`${minute} ${source}`, () => ({ source, minute, counts: zero() })).counts;
+  };
 
   return {
     delivery(report: DeliveryReport) {
@@ -170,8 +152,8 @@ export function createStatsObserver(options: StatsObserverOptions): StatsObserve
         if (report.bodyMismatch) counts.mismatches++;
       }
     },
-    flush: flusher.flush,
-    close: flusher.close,
+    flush: pending.flush,
+    close: pending.close,
   };
 }
 
