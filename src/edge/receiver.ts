@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { claimFailureMessage } from "./claim-failure.js";
 import { type Answer, answerError, answerJson } from "../errors.js";
-import { claimEvent } from "../ledger/claim.js";
+import { claimBatcher } from "../ledger/claim-batch.js";
 import type { LedgerContext, Queryable } from "../ledger/context.js";
 import { notifyThrottle } from "../ledger/notify.js";
 import type { Logger } from "../log.js";
@@ -108,6 +108,14 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const { log, seen } = options;
   const observer = options.observer ?? { delivery: () => {} };
   const wakeups = notifyThrottle(options.db, options.ledger, log, options.wakeupWindowMs);
+  // Concurrent deliveries share one insert and one commit (docs/architecture.md §3); a lone one goes at once.
+  const claims = claimBatcher({
+    db: options.db,
+    ledger: options.ledger,
+    log,
+    wakeups,
+    maxWaitMs: deadlineMs,
+  });
   const limiter = options.failureLimit === false ? undefined : failureLimiter(options.failureLimit);
 
   const overLimit = (delivery: Delivery): number | undefined => {
@@ -154,25 +162,22 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         log.info({ ...fields, result: "duplicate", shortCircuit: true }, "delivery received");
         return event.acknowledge ?? answerJson(200, { status: "duplicate", id: event.dedupeKey });
       }
-      const notify = wakeups.claimNotifies();
       const claimStarted = performance.now();
       try {
         const result = await withDeadline(
-          claimEvent(options.db, options.ledger, {
+          claims.claim({
             source: source.name,
             event,
             body: admitted.bytes,
             headers: keptHeaders(delivery.headers),
             secretIndex: admitted.secretIndex,
             arrivedVia: delivery.viaReplay === true ? "replay" : "delivery",
-            notify,
           }),
           deadlineMs,
           // The ingest session's statement_timeout cancels a claim soon after the deadline; should one commit in
           // the gap anyway, the provider's retry is a duplicate and the event is still processed once.
           (late) => log.warn({ ...fields, late }, "claim finished after its 503"),
         );
-        if (!notify && result.status === "accepted") wakeups.committedQuietly();
         const bodyMismatch = result.status === "duplicate" && result.bodyMismatch;
         // The cache holds the stored body's hash; after a mismatch only Postgres knows it.
         if (!bodyMismatch) seen?.add(source.name, result.id, bodySha256);

@@ -33,12 +33,14 @@ export interface DuplicateCounter extends EdgeObserver {
   close(): Promise<void>;
 }
 
-// Only events still in the ledger are counted: a row pruned meanwhile took its duplicates row with it.
+// Only events still in the ledger are counted: a row pruned meanwhile took its duplicates row with it. Rows are
+// locked in (source, dedupe_key) order, as the batched claim's count does, so the two never deadlock.
 const addSql = statement(
   "cached-duplicates",
   (s) => `insert into ${s}.duplicates as d (source, dedupe_key, count)
 select u.source, u.dedupe_key, u.n from unnest($1::text[], $2::text[], $3::bigint[]) as u(source, dedupe_key, n)
   join ${s}.events e on e.source = u.source and e.dedupe_key = u.dedupe_key
+order by u.source, u.dedupe_key
 on conflict (source, dedupe_key) do update set count = d.count + excluded.count, last_seen_at = now()`,
 );
 

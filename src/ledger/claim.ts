@@ -72,7 +72,19 @@ export async function claimEvent(
  * const claim = await withClaimSession(appPool, (session) => session.query({ ...claimStatement(ledger), values }));
  */
 export function withClaimSession<T>(db: Queryable, claim: (db: Queryable) => Promise<T>): Promise<T> {
-  return againIfPrunedMeanwhile(() => (isForeignPool(db) ? inClaimTransaction(db, claim) : claim(db)));
+  return againIfPrunedMeanwhile(() => inClaimSession(db, claim));
+}
+
+/**
+ * Runs `claim` once with the claim's session guarantees (as {@link withClaimSession}, without running it again when
+ * a prune raced it): in autocommit on a pool made by `createPool` or a caller's client, in an explicit READ
+ * COMMITTED, synchronous-commit transaction on any other `pg` pool. The batched claim uses it.
+ *
+ * @example
+ * const accepted = await inClaimSession(pool, (session) => insertClaimBatch(session, ledger, rows, ledger.channel));
+ */
+export function inClaimSession<T>(db: Queryable, claim: (db: Queryable) => Promise<T>): Promise<T> {
+  return isForeignPool(db) ? inClaimTransaction(db, claim) : claim(db);
 }
 
 /** A `pg` pool (duck-typed: an app may load its own copy of `pg`) that `createPool` did not make. */

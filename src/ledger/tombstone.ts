@@ -1,19 +1,38 @@
 import type { ClaimInput, ClaimResult } from "./claim.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
+/** Where {@link notTombstonedSql} reads the claimed row's values: parameters, or the columns of a batch's rows. */
+export interface ClaimedRowSql {
+  readonly source: string;
+  readonly key: string;
+  readonly sha256: string;
+  readonly onBody: string;
+}
+
+const singleClaim: ClaimedRowSql = {
+  source: "$1::text",
+  key: "$2::text",
+  sha256: "$5::bytea",
+  onBody: "$6::boolean",
+};
+
 /**
  * The claim's tombstone condition (docs/architecture.md §8, prune): appended to the claim's `insert … select`, it inserts
  * nothing when the dedupe key (or, for providers that dedupe on the body, the body hash) belongs to a pruned
- * event. Two primary-key probes on a small table; the values are the claim's `$1` source, `$2` key, `$5` body
- * hash and `$6` dedupe-on-body flag.
+ * event. Two primary-key probes on a small table, per row; the values are by default the single claim's `$1`
+ * source, `$2` key, `$5` body hash and `$6` dedupe-on-body flag, or `row`'s expressions (a batch's columns).
  *
  * @example
  * const sql = `insert into … select $1::text, … ${notTombstonedSql(s)} on conflict do nothing returning dedupe_key`;
+ * const batch = notTombstonedSql(s, { source: "r.source", key: "r.dedupe_key", sha256: "r.body_sha256", onBody: "r.dedupe_on_body" });
  */
-export const notTombstonedSql = (s: string) => `where not exists (select 1 from ${s}.tombstones
-    where source = $1::text and dedupe_key = $2::text)
-  and not ($6::boolean and exists (select 1 from ${s}.tombstones
-    where source = $1::text and body_sha256 = $5::bytea and dedupe_on_body))`;
+export const notTombstonedSql = (
+  s: string,
+  row: ClaimedRowSql = singleClaim,
+) => `where not exists (select 1 from ${s}.tombstones
+    where source = ${row.source} and dedupe_key = ${row.key})
+  and not (${row.onBody} and exists (select 1 from ${s}.tombstones
+    where source = ${row.source} and body_sha256 = ${row.sha256} and dedupe_on_body))`;
 
 /**
  * The claim's second tombstone check, in its `returning` clause: on the row just inserted, once its index entries
