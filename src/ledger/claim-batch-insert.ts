@@ -27,7 +27,7 @@ const COLUMNS = `source, dedupe_key, event_type, body, body_sha256, dedupe_on_bo
 // The single claim's insert (claim.ts insertSql) over arrays, one element per row: the same columns, the same
 // tombstone check per row, the same recheck in `returning`. `order by r.ord` keeps the caller's (sorted) order
 // through whatever join the planner picks for the tombstone probes, so rows are inserted, and their keys locked,
-// in that order (docs/architecture.md §3, "Concurrent claims are committed in batches").
+// in that order (docs/architecture.md, "Concurrent claims are committed in batches").
 const insertBatchSql = (s: string) => `insert into ${s}.events (${COLUMNS})
   select ${COLUMNS}
   from unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::boolean[], $7::jsonb[],

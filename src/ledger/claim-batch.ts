@@ -48,13 +48,13 @@ interface Prepared {
 }
 
 // SQLSTATEs that one row can cause (data exception, integrity constraint, program limit such as an index row too
-// large, a prune racing one key: HLP01) or that a single-row claim cannot meet (a deadlock, possible only between
-// batches of two processes crossing on GitHub body hashes, docs/architecture.md §3): the batch's rows are then
-// claimed one by one, so only the row at fault gets its error.
+// large, a prune racing one key: HLP01) or that a single claim cannot meet (a deadlock, possible only between
+// batches crossing on GitHub body hashes: docs/architecture.md, "Concurrent claims are committed in batches"): the
+// batch's rows are then claimed one by one, so only the row at fault gets its error.
 const ROW_LEVEL = /^(?:22|23|54)[0-9A-Z]{3}$|^(?:HLP01|40P01)$/;
 
 /**
- * Group commit of concurrent claims (docs/architecture.md §3, "Concurrent claims are committed in batches"). A claim
+ * Group commit of concurrent claims (docs/architecture.md, "Concurrent claims are committed in batches"). A claim
  * waits in a queue only while `maxBatches` batches are in flight: the queue leaves as one batch (up to `maxRows`)
  * as soon as one finishes, and a lone claim leaves at once (in the same event-loop turn), so batching adds no timer
  * and no latency at low load. Each batch is one multi-row `insert … on conflict do nothing returning` with the
