@@ -2,7 +2,12 @@ import type { ClaimResult } from "./claim.js";
 import type { BatchRow } from "./claim-batch-insert.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
-/** A duplicate as the claim answers it. */
+/**
+ * A duplicate as the claim answers it.
+ *
+ * @example
+ * const duplicate: DuplicateResult = { status: "duplicate", id: "evt_1", bodyMismatch: false };
+ */
 export type DuplicateResult = Extract<ClaimResult, { status: "duplicate" }>;
 
 // The single claim's duplicate lookup (claim.ts duplicateSql) for many deliveries at once: each finds the row that

@@ -3,7 +3,12 @@ import { type ClaimInput, insertValues } from "./claim.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 import { notTombstonedSql, recheckTombstoneSql } from "./tombstone.js";
 
-/** One delivery of a batched claim: the claim's input (already storable), its body's sha256, its insert values. */
+/**
+ * One delivery of a batched claim: the claim's input (already storable), its body's sha256, its insert values.
+ *
+ * @example
+ * const row: BatchRow = batchRow(input);
+ */
 export interface BatchRow {
   readonly input: Omit<ClaimInput, "notify">;
   readonly sha256: Uint8Array;
@@ -49,8 +54,8 @@ select source, dedupe_key from inserted, woken`,
 
 const claimBatchQuietSql = statement("claim-batch-quiet", (s) => insertBatchSql(s));
 
-/** Orders rows by (source, dedupe key) in UTF-16 code units: the same order in every process. */
-export function compareRows(a: BatchRow, b: BatchRow): number {
+// (source, dedupe key) in UTF-16 code units: the same order in every process.
+function compareRows(a: BatchRow, b: BatchRow): number {
   const x = a.input.source;
   const y = b.input.source;
   if (x !== y) return x < y ? -1 : 1;
@@ -62,7 +67,7 @@ export function compareRows(a: BatchRow, b: BatchRow): number {
 /**
  * Claims a batch of deliveries in one `insert … select … from unnest(…) on conflict do nothing returning`
  * statement, with one NOTIFY on `channel` in it when it inserted anything (none when `channel` is undefined).
- * Rows are inserted in (source, dedupe key) order ({@link compareRows}), so two batches that share keys take them
+ * Rows are inserted in (source, dedupe key) order (UTF-16 code units), so two batches that share keys take them
  * in the same order and cannot deadlock on them. Keys should be unique in a batch (a repeated key is inserted once
  * and reported once). Resolves with the `source\0dedupe_key` of every row inserted; a row not among them
  * conflicted with an existing or concurrent claim (the statement waited for that one to commit or abort) or with a

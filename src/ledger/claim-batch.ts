@@ -29,7 +29,12 @@ export interface ClaimBatcherOptions {
   readonly maxWaitMs?: number;
 }
 
-/** Claims deliveries in batches: same answers as `claimEvent`, fewer statements and commits. */
+/**
+ * Claims deliveries in batches: same answers as `claimEvent`, fewer statements and commits.
+ *
+ * @example
+ * const batcher: ClaimBatcher = claimBatcher({ db: ingestPool, ledger, log });
+ */
 export interface ClaimBatcher {
   /** Claims one delivery (already storable); resolves once the statement holding its row committed. */
   claim(input: Omit<ClaimInput, "notify">): Promise<ClaimResult>;

@@ -1,7 +1,12 @@
 import type { ClaimInput, ClaimResult } from "./claim.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
-/** Where {@link notTombstonedSql} reads the claimed row's values: parameters, or the columns of a batch's rows. */
+/**
+ * Where {@link notTombstonedSql} reads the claimed row's values: parameters, or the columns of a batch's rows.
+ *
+ * @example
+ * const row: ClaimedRowSql = { source: "r.source", key: "r.dedupe_key", sha256: "r.body_sha256", onBody: "r.dedupe_on_body" };
+ */
 export interface ClaimedRowSql {
   readonly source: string;
   readonly key: string;
