@@ -1,0 +1,79 @@
+// hookledger's worker, driven through the public API (createHookledger … startWorker) in a process of its own.
+// Setup (not timed): migrate, create the app table, claim BENCH_EVENTS signed deliveries through `hl.receive` (the
+// edge's own verify + claim) with no worker running. On "go" it starts the worker; the bench polls the ledger until
+// the backlog is settled, then sends "stop".
+import { createHookledger } from "hookledger";
+import pg from "pg";
+import { CREATED_BASE, stripeBody, stripeSignature, workerEvent } from "../lib/stripe.js";
+import { appTableDdl, guardedUpsert } from "./app-table.js";
+import { required } from "./http-peer.js";
+
+const schema = required("BENCH_SCHEMA");
+const events = Number(required("BENCH_EVENTS"));
+const entities = Number(required("BENCH_ENTITIES"));
+const bodyBytes = Number(required("BENCH_BODY_BYTES"));
+const secret = required("BENCH_STRIPE_SECRET");
+const concurrency = process.env.BENCH_WORKER_CONCURRENCY
+  ? Number(process.env.BENCH_WORKER_CONCURRENCY)
+  : undefined;
+const advance = process.env.BENCH_ADVANCE === "1";
+const upsert = guardedUpsert(schema);
+
+const hl = createHookledger({
+  connectionString: required("DATABASE_URL"),
+  schema,
+  sources: [{ name: "stripe", provider: "stripe", secrets: [secret] }],
+  ...(concurrency !== undefined && { worker: { concurrency } }),
+}).on("stripe", "customer.subscription.updated", async (ctx) => {
+  // ctx.advance(): the ledger's own version guard on the subscription (Stripe's version is the event's created).
+  if (advance && !(await ctx.advance())) return;
+  const event = ctx.event.payload;
+  await ctx.tx.query(upsert, [event.data.object.id, event.created, event.data.object.status]);
+});
+
+async function claimAll(): Promise<void> {
+  let next = 0;
+  const timestamp = Math.floor(Date.now() / 1000);
+  const lane = async () => {
+    for (let i = next++; i < events; i = next++) {
+      const body = stripeBody(workerEvent(i, entities, CREATED_BASE), bodyBytes);
+      const answer = await hl.receive({
+        method: "POST",
+        source: "stripe",
+        headers: new Headers({
+          "content-type": "application/json",
+          "stripe-signature": stripeSignature(body, secret, timestamp),
+        }),
+        body: [Buffer.from(body)],
+      });
+      if (answer.status !== 200 || !answer.body.includes('"accepted"'))
+        throw new Error(`claiming event ${i}: ${answer.status} ${answer.body.slice(0, 200)}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 64 }, lane));
+}
+
+async function main(): Promise<void> {
+  await hl.migrate();
+  const setup = new pg.Client({ connectionString: required("DATABASE_URL") });
+  await setup.connect();
+  try {
+    await setup.query(appTableDdl(schema));
+  } finally {
+    await setup.end();
+  }
+  await claimAll();
+  process.send?.({ phase: "ready" });
+  await new Promise<void>((resolve) => process.once("message", () => resolve()));
+  hl.startWorker();
+  process.send?.({ phase: "started" });
+  await new Promise<void>((resolve) => process.once("message", () => resolve()));
+  await hl.close();
+  process.disconnect?.();
+}
+
+main().catch((error: Error) => {
+  console.error("hookledger worker peer failed:", error);
+  process.send?.({ phase: "error", error: error.message });
+  process.exitCode = 1;
+});
