@@ -134,17 +134,28 @@ async function main(spec: LoadgenSpec): Promise<void> {
   let loopAtStart = performance.eventLoopUtilization();
   let cpuSeconds = 0;
   let loopBusy = 0;
-  const startTimer = setTimeout(() => {
+  let started = false;
+  let stopped = false;
+  // Each edge is marked once: by its timer, or by whoever notices first that the time has come (a busy event loop
+  // runs timers late, and the lanes may finish before the stop timer ever fires).
+  const markStart = () => {
+    if (started) return;
+    started = true;
     cpuAtStart = process.cpuUsage();
     loopAtStart = performance.eventLoopUtilization();
     void send({ phase: "start" });
-  }, windowStart - began);
-  const stopTimer = setTimeout(() => {
+  };
+  const markStop = () => {
+    if (stopped) return;
+    markStart();
+    stopped = true;
     const cpu = process.cpuUsage(cpuAtStart);
     cpuSeconds = (cpu.user + cpu.system) / 1e6;
     loopBusy = performance.eventLoopUtilization(loopAtStart).utilization;
     void send({ phase: "stop" });
-  }, windowEnd - began);
+  };
+  const startTimer = setTimeout(markStart, windowStart - began);
+  const stopTimer = setTimeout(markStop, windowEnd - began);
 
   const lane = async () => {
     for (;;) {
@@ -153,7 +164,10 @@ async function main(spec: LoadgenSpec): Promise<void> {
         const wait = due - performance.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       }
-      if (performance.now() >= windowEnd) return;
+      if (performance.now() >= windowEnd) {
+        markStop();
+        return;
+      }
       const i = next++;
       const d = delivery(i);
       const started = performance.now();
@@ -178,6 +192,7 @@ async function main(spec: LoadgenSpec): Promise<void> {
         answer = `error: ${(error as Error).message}`;
       }
       const ended = performance.now();
+      if (ended >= windowStart) markStart();
       const ok = answer === null;
       if (ended < windowStart) warmup.add(status, ok);
       else if (ended < windowEnd) {
@@ -190,6 +205,7 @@ async function main(spec: LoadgenSpec): Promise<void> {
   await Promise.all(Array.from({ length: spec.connections }, lane));
   clearTimeout(startTimer);
   clearTimeout(stopTimer);
+  markStop();
   await pool.close();
   const result: LoadgenResult = {
     phase: "result",

@@ -20,7 +20,7 @@ export interface SummaryRow {
   readonly pgSharedSeconds: number;
   readonly loadgenSeconds: number;
   readonly loadgenBusy: number;
-  /** The highest VmHWM over the rounds, MB. */
+  /** The highest VmHWM over the valid rounds, MB (-Infinity when none has one). */
   readonly peakRssMB: number;
   readonly problems: readonly string[];
 }
@@ -73,7 +73,7 @@ export function summarize(results: readonly RunResult[]): SummaryRow[] {
       pgSharedSeconds: med((r) => r.cpu?.pgShared),
       loadgenSeconds: med((r) => r.loadgenCpu),
       loadgenBusy: med((r) => r.loadgenBusy),
-      peakRssMB: Math.max(...all.map((r) => r.peakRssMB ?? Number.NaN).filter(Number.isFinite)),
+      peakRssMB: Math.max(...valid.map((r) => r.peakRssMB ?? Number.NaN).filter(Number.isFinite)),
       problems: all.flatMap((r) => r.problems.map((p) => `round ${r.round}: ${p}`)),
     };
   });
@@ -119,10 +119,8 @@ export function judge(
   soak: SoakResult | undefined,
 ): TargetResult[] {
   const unique = rows.find((r) => r.name === ROWS.unique);
-  const serveRss = rows
-    .filter((r) => r.name === ROWS.unique || r.name === ROWS.duplicate)
-    .map((r) => r.peakRssMB)
-    .filter(Number.isFinite);
+  const serveRows = rows.filter((r) => r.name === ROWS.unique || r.name === ROWS.duplicate);
+  const serveRss = serveRows.map((r) => r.peakRssMB).filter(Number.isFinite);
   const targets: TargetResult[] = [
     ratioTarget(rows, results, "P1", "unique ingest ÷ naive receiver", ROWS.unique, ROWS.naive, 3),
     ratioTarget(rows, results, "P1", "unique ingest ÷ pgbench", ROWS.unique, ROWS.pgbench, 1.5),
@@ -145,12 +143,14 @@ export function judge(
       id: "P4",
       what: "peak RSS of serve --no-worker (this run)",
       goal: "≤ 150 MB",
-      ...(serveRss.length === 0
+      ...(serveRows.length === 0
         ? { measured: "-", verdict: "NOT RUN" as const }
-        : {
-            measured: `${fmt(Math.max(...serveRss), 1)} MB`,
-            verdict: Math.max(...serveRss) <= 150 ? ("PASS" as const) : ("FAIL" as const),
-          }),
+        : serveRss.length === 0
+          ? { measured: "-", verdict: "INVALID" as const }
+          : {
+              measured: `${fmt(Math.max(...serveRss), 1)} MB`,
+              verdict: Math.max(...serveRss) <= 150 ? ("PASS" as const) : ("FAIL" as const),
+            }),
     },
   ];
   if (soak) {

@@ -124,6 +124,7 @@ export async function loadRun(
       },
     };
   } finally {
+    cpu.cancel();
     await stopChild(child, "SIGTERM", 2000);
   }
 }

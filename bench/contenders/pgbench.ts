@@ -161,6 +161,7 @@ export const pgbench: Contender = {
     }
     const schema = await freshSchema(ctx.admin, "pgbench");
     const work = await mkdtemp(join(tmpdir(), "hookledger-pgbench-"));
+    let cpu: CpuTracker | undefined;
     try {
       await ctx.admin.query(naiveTableDdl(schema));
       await ctx.admin.query(`create sequence ${schema}.ids cache 64`);
@@ -179,7 +180,6 @@ export const pgbench: Contender = {
         ctx.env.warmupSeconds > 0
           ? await runPgbench(ctx, "warmup", binary, script, ctx.env.warmupSeconds, body, undefined)
           : undefined;
-      let cpu: CpuTracker | undefined;
       const logPrefix = join(work, "pgbench_log");
       const run = await runPgbench(
         ctx,
@@ -218,7 +218,7 @@ export const pgbench: Contender = {
         p50: percentile(run.latencies, 50),
         p99: percentile(run.latencies, 99),
         // No server process: pgbench is the client, counted as the load generator.
-        ...(split && { cpu: { ...split, process: 0 } }),
+        ...(split && { cpu: { ...split, process: Number.NaN } }),
         loadgenCpu: run.cpuSeconds,
         notes: [
           `latency average ${run.latencyAvg} ms (pgbench)`,
@@ -227,6 +227,7 @@ export const pgbench: Contender = {
       };
       return [result];
     } finally {
+      cpu?.cancel();
       await rm(work, { recursive: true, force: true });
       await dropSchema(ctx.admin, schema);
     }

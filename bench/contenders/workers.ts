@@ -44,13 +44,14 @@ async function runWorker(ctx: RunContext, spec: WorkerRun): Promise<RunResult> {
       ipc: true,
     },
   );
+  let cpu: CpuTracker | undefined;
   try {
     const queueing = performance.now();
     await nextMessage(child, (m) => m.phase === "ready", 600_000, `${spec.name}: queueing ${events} events`);
     const queueSeconds = (performance.now() - queueing) / 1000;
     // The peak of the timed part, not of queueing the events.
     const peakReset = resetPeakMemory(child.pid as number);
-    const cpu = new CpuTracker(ctx.admin, () => [child.pid as number], ctx.pgPort);
+    cpu = new CpuTracker(ctx.admin, () => [child.pid as number], ctx.pgPort);
     await cpu.start();
     const began = performance.now();
     const started = nextMessage(child, (m) => m.phase === "started", 60_000, `${spec.name}: starting`);
@@ -114,6 +115,7 @@ async function runWorker(ctx: RunContext, spec: WorkerRun): Promise<RunResult> {
       ],
     };
   } finally {
+    cpu?.cancel();
     await stopChild(child);
   }
 }

@@ -51,10 +51,18 @@ export class CpuTracker {
     this.#first = await this.#sample();
     this.#last = this.#first;
     this.#timer = setInterval(() => {
-      this.#sampling = this.#sampling.then(async () => {
-        this.#last = merge(this.#last, await this.#sample());
-      });
+      this.#sampling = this.#sampling
+        .then(async () => {
+          this.#last = merge(this.#last, await this.#sample());
+        })
+        // A missed sample only loses a backend that exits before the next one; stop() samples again.
+        .catch(() => {});
     }, this.#intervalMs);
+  }
+
+  /** Stops sampling without a result (the measured run failed). Safe to call after `stop()`. */
+  cancel(): void {
+    clearInterval(this.#timer);
   }
 
   async stop(): Promise<CpuSplit> {
