@@ -36,7 +36,12 @@ export interface TargetResult {
   readonly perRound?: readonly number[];
 }
 
-/** Row names the targets read. */
+/**
+ * Row names the targets read.
+ *
+ * @example
+ * rows.find((r) => r.name === ROWS.unique);
+ */
 export const ROWS = {
   pgbench: "pgbench insert … on conflict",
   naive: "naive receiver",
@@ -166,7 +171,12 @@ export function judge(
   return targets;
 }
 
-/** A number for a table cell: `-` when it is not one. */
+/**
+ * A number for a table cell: `-` when it is not one.
+ *
+ * @example
+ * fmt(Number.NaN, 1); // "-"
+ */
 export function fmt(n: number | undefined, digits: number): string {
   return n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : "-";
 }

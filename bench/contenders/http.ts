@@ -8,7 +8,12 @@ import { dropSchema, freshSchema } from "../lib/schemas.js";
 import { answeredOk, benchSecret, loadRun, withProblems } from "./loadgen-run.js";
 import type { Contender, RunContext, RunResult } from "./types.js";
 
-/** The table a naive receiver writes (pgbench inserts into the same shape). */
+/**
+ * The table a naive receiver writes (pgbench inserts into the same shape).
+ *
+ * @example
+ * await admin.query(naiveTableDdl(schema));
+ */
 export function naiveTableDdl(schema: string): string {
   return `create table ${schema}.webhook_events (
     id          text        primary key,
@@ -52,7 +57,12 @@ const rss = (child: ChildProcess) => (child.pid === undefined ? undefined : memo
 /** How many unique bodies a unique-ingest window gets signed up front. */
 const uniqueBodies = (ctx: RunContext) => ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds);
 
-/** The naive receiver (bench/peers/naive.ts): verify, parse, one insert per request, pool of 20. */
+/**
+ * The naive receiver (bench/peers/naive.ts): verify, parse, one insert per request, pool of 20.
+ *
+ * @example
+ * const [row] = await naive.run(ctx);
+ */
 export const naive: Contender = {
   name: "naive",
   rows: [["naive receiver", "req/s"]],
@@ -94,7 +104,12 @@ export const naive: Contender = {
   },
 };
 
-/** node:http with the same HMAC check and nothing else (bench/peers/raw-hmac.ts): the duplicate storm's floor. */
+/**
+ * node:http with the same HMAC check and nothing else (bench/peers/raw-hmac.ts): the duplicate storm's floor.
+ *
+ * @example
+ * const [row] = await rawHmac.run(ctx);
+ */
 export const rawHmac: Contender = {
   name: "raw-hmac",
   rows: [["raw node:http + HMAC", "req/s"]],
@@ -162,7 +177,12 @@ export async function startServe(ctx: RunContext, tag: string) {
   }
 }
 
-/** `hookledger serve --no-worker`: unique ingest, then the same events again (the duplicate storm). */
+/**
+ * `hookledger serve --no-worker`: unique ingest, then the same events again (the duplicate storm).
+ *
+ * @example
+ * const [unique, duplicate] = await hookledgerServe.run(ctx);
+ */
 export const hookledgerServe: Contender = {
   name: "hookledger-serve",
   rows: [

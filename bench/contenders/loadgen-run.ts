@@ -7,7 +7,12 @@ import { CpuTracker } from "../lib/cpu.js";
 import type { LoadgenResult, LoadgenSpec } from "../loadgen.js";
 import type { RunContext, RunResult } from "./types.js";
 
-/** A fresh Stripe signing secret for one server. */
+/**
+ * A fresh Stripe signing secret for one server.
+ *
+ * @example
+ * const secret = benchSecret(); // "whsec_bench_…"
+ */
 export const benchSecret = () => `whsec_bench_${randomBytes(12).toString("hex")}`;
 
 /** What a load run needs besides the shared knobs. */
@@ -129,7 +134,12 @@ export async function loadRun(
   }
 }
 
-/** Every request of a run, warm-up and drain included, that was answered as expected. */
+/**
+ * Every request of a run, warm-up and drain included, that was answered as expected.
+ *
+ * @example
+ * const rows = answeredOk(load); // must equal the rows the server wrote
+ */
 export function answeredOk(load: LoadgenResult): number {
   const ok = (c: LoadgenResult["warmup"]) => c.requests - c.unexpected;
   return ok(load.warmup) + ok(load.window) + ok(load.drain);

@@ -149,7 +149,12 @@ function minutesSeconds(text: string): number {
   return match ? Number(match[1]) * 60 + Number(match[2]) : 0;
 }
 
-/** pgbench: the single-row `insert … on conflict do nothing` a naive receiver issues, without the receiver. */
+/**
+ * pgbench: the single-row `insert … on conflict do nothing` a naive receiver issues, without the receiver.
+ *
+ * @example
+ * const [row] = await pgbench.run(ctx); // [] when pgbench is not installed
+ */
 export const pgbench: Contender = {
   name: "pgbench",
   rows: [["pgbench insert … on conflict", "tps"]],

@@ -120,7 +120,12 @@ async function runWorker(ctx: RunContext, spec: WorkerRun): Promise<RunResult> {
   }
 }
 
-/** graphile-worker 0.17, concurrency 10, localQueue 100, completeJobBatchDelay 0 (bench/peers/graphile.ts). */
+/**
+ * graphile-worker 0.17, concurrency 10, localQueue 100, completeJobBatchDelay 0 (bench/peers/graphile.ts).
+ *
+ * @example
+ * const [row] = await graphileWorker.run(ctx);
+ */
 export const graphileWorker: Contender = {
   name: "graphile-worker",
   rows: [["graphile-worker c10", "events/s"]],
@@ -151,7 +156,12 @@ export const graphileWorker: Contender = {
   },
 };
 
-/** hookledger's default worker concurrency, as the configuration resolves it. */
+/**
+ * hookledger's default worker concurrency, as the configuration resolves it.
+ *
+ * @example
+ * defaultWorkerConcurrency(); // 4
+ */
 export function defaultWorkerConcurrency(): number {
   return resolveConfig(
     {
@@ -209,9 +219,24 @@ function hookledgerWorker(suffix: string, concurrency: number | undefined, advan
   };
 }
 
-/** hookledger's worker at graphile-worker's concurrency (10): the P3 figure. */
+/**
+ * hookledger's worker at graphile-worker's concurrency (10): the P3 figure.
+ *
+ * @example
+ * const [row] = await hookledgerWorkerC10.run(ctx);
+ */
 export const hookledgerWorkerC10 = hookledgerWorker("c10", 10, false);
-/** hookledger's worker at its default concurrency. */
+/**
+ * hookledger's worker at its default concurrency.
+ *
+ * @example
+ * const [row] = await hookledgerWorkerDefault.run(ctx);
+ */
 export const hookledgerWorkerDefault = hookledgerWorker("default", undefined, false);
-/** At concurrency 10 with the ledger's own version guard, ctx.advance(), before the upsert. */
+/**
+ * At concurrency 10 with the ledger's own version guard, ctx.advance(), before the upsert.
+ *
+ * @example
+ * const [row] = await hookledgerWorkerAdvance.run(ctx);
+ */
 export const hookledgerWorkerAdvance = hookledgerWorker("c10-advance", 10, true);

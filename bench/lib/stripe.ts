@@ -72,5 +72,10 @@ export function workerEvent(i: number, entities: number, base: number): StripeFi
   };
 }
 
-/** Unix seconds every bench body carries as `created` (fixed, so rebuilt bodies are identical). */
+/**
+ * Unix seconds every bench body carries as `created` (fixed, so rebuilt bodies are identical).
+ *
+ * @example
+ * workerEvent(0, 2000, CREATED_BASE).created === CREATED_BASE; // true
+ */
 export const CREATED_BASE = 1_767_225_600;
