@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { hookledgerServe, naive, rawHmac } from "./contenders/http.js";
 import { findPgbench, pgbench } from "./contenders/pgbench.js";
+import { runScale } from "./contenders/scale.js";
 import { runSoak, type SoakResult } from "./contenders/soak.js";
 import type { Contender, RunContext, RunResult } from "./contenders/types.js";
 import {
@@ -102,6 +103,7 @@ async function main(): Promise<number> {
   try {
     const pgVersion =
       (await admin.query<{ v: string }>("select version() as v")).rows[0]?.v.split(" on ")[0] ?? "?";
+    if (env.scale) return await scaleMode(admin, pgVersion);
     const contenders = ALL.filter((c) => selected(env.only, c.name));
     header(pgVersion, contenders);
     if (contenders.some((c) => c === pgbench) && !findPgbench())
@@ -192,6 +194,38 @@ async function main(): Promise<number> {
   } finally {
     await admin.end().catch(() => {});
   }
+}
+
+// BENCH_SCALE=1: the scale mode alone (docs/benchmarks.md, "Scale"), its table, and bench/results/scale.json.
+async function scaleMode(admin: pg.Client, pgVersion: string): Promise<number> {
+  const began = performance.now();
+  console.log(
+    `hookledger bench, scale mode: ${env.scaleRows} settled rows, ${env.scaleMinutes} min of long transactions, steady ingest at ${env.scaleRate} req/s; ${pgVersion}, load average ${(loadavg()[0] ?? 0).toFixed(1)}`,
+  );
+  const lines = await runScale(
+    { env, admin, pgPort: pgPort(env.url), logDir, round: 0, root },
+    { rows: env.scaleRows, minutes: env.scaleMinutes, rate: env.scaleRate },
+  );
+  const fmt = (n: number) => (Number.isNaN(n) ? "-" : n >= 100 ? n.toFixed(0) : n.toFixed(2));
+  console.log(
+    `\nscale (${((performance.now() - began) / 60_000).toFixed(1)} min): empty or before → full or during`,
+  );
+  console.log(
+    `  ${"measure".padEnd(28)} ${"empty".padStart(9)} ${"full".padStart(9)} ${"ratio".padStart(7)}  target   verdict`,
+  );
+  for (const l of lines)
+    console.log(
+      `  ${l.what.padEnd(28)} ${fmt(l.empty).padStart(9)} ${fmt(l.full).padStart(9)} ${fmt(l.ratio).padStart(7)}  ${l.target.padEnd(8)} ${l.verdict}`,
+    );
+  const file = join(resultsDir, "scale.json");
+  writeFileSync(
+    file,
+    `${JSON.stringify({ finishedAt: new Date().toISOString(), postgres: pgVersion, knobs: { ...env, url: redact(env.url) }, lines }, null, 2)}\n`,
+  );
+  formatLikeTheRepo(file);
+  console.log("written: bench/results/scale.json");
+  if (lines.some((l) => l.verdict === "INVALID")) return 1;
+  return env.strict && lines.some((l) => l.verdict === "FAIL") ? 1 : 0;
 }
 
 try {

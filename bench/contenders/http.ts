@@ -137,20 +137,25 @@ export const rawHmac: Contender = {
 };
 
 /**
- * Starts the built CLI, `hookledger serve --no-worker`, on a fresh schema (its migrations create it).
+ * Starts the built CLI, `hookledger serve --no-worker`, on a fresh schema (its migrations create it), or on an
+ * existing one; `worker: true` runs the worker in it too (the scale mode's steady phases).
  *
  * @example
  * const { server, url, schema, secret } = await startServe(ctx, "serve");
  */
-export async function startServe(ctx: RunContext, tag: string) {
-  const schema = await freshSchema(ctx.admin, tag, false);
+export async function startServe(
+  ctx: RunContext,
+  tag: string,
+  options: { readonly schema?: string; readonly worker?: boolean } = {},
+) {
+  const schema = options.schema ?? (await freshSchema(ctx.admin, tag, false));
   const secret = benchSecret();
   const server = spawnChild(
     process.execPath,
     [
       join(ctx.root, "dist", "cli", "main.js"),
       "serve",
-      "--no-worker",
+      ...(options.worker ? [] : ["--no-worker"]),
       "--port",
       "0",
       "--config",
@@ -172,7 +177,7 @@ export async function startServe(ctx: RunContext, tag: string) {
     return { server, url: url as string, schema, secret };
   } catch (error) {
     await stopChild(server);
-    await dropSchema(ctx.admin, schema);
+    if (options.schema === undefined) await dropSchema(ctx.admin, schema);
     throw error;
   }
 }

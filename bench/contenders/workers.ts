@@ -16,7 +16,8 @@ import type { Contender, RunContext, RunResult } from "./types.js";
 // end of a run is seen at most 50 ms late (2.5 % of a 2 s run).
 const POLL_MS = 50;
 
-interface WorkerRun {
+/** One worker run: the peer script, its environment, and how the bench sees its backlog and checks its work. */
+export interface WorkerRun {
   readonly name: string;
   readonly script: string;
   readonly env: NodeJS.ProcessEnv;
@@ -27,7 +28,13 @@ interface WorkerRun {
   readonly check?: () => Promise<string[]>;
 }
 
-async function runWorker(ctx: RunContext, spec: WorkerRun): Promise<RunResult> {
+/**
+ * Runs a worker peer over BENCH_EVENTS queued events and times it until the backlog is gone.
+ *
+ * @example
+ * const row = await runWorker(ctx, { name: "hookledger worker c10", script: "hookledger-worker.ts", … });
+ */
+export async function runWorker(ctx: RunContext, spec: WorkerRun): Promise<RunResult> {
   const { events, entities } = ctx.env;
   const child = spawnChild(
     process.execPath,

@@ -29,6 +29,14 @@ export interface BenchEnv {
   readonly prebuiltRate: number;
   /** BENCH_STRICT=1: exit 1 when a target fails, not only when a run is invalid. */
   readonly strict: boolean;
+  /** BENCH_SCALE=1: run the scale mode (docs/benchmarks.md, "Scale") instead of the rounds. */
+  readonly scale: boolean;
+  /** BENCH_SCALE_ROWS: settled rows the scale mode fills the ledger with. */
+  readonly scaleRows: number;
+  /** BENCH_SCALE_MINUTES: length of the scale mode's long-transaction phase. */
+  readonly scaleMinutes: number;
+  /** BENCH_SCALE_RATE: the scale mode's fixed ingest rate (req/s) in its steady phases. */
+  readonly scaleRate: number;
 }
 
 const DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/test";
@@ -68,6 +76,10 @@ export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
     soakRate: whole(environment, "BENCH_SOAK_RATE", 2000, 0),
     prebuiltRate: whole(environment, "BENCH_PREBUILT_RATE", 12_000),
     strict: environment.BENCH_STRICT === "1",
+    scale: environment.BENCH_SCALE === "1",
+    scaleRows: whole(environment, "BENCH_SCALE_ROWS", 5_000_000),
+    scaleMinutes: whole(environment, "BENCH_SCALE_MINUTES", 30),
+    scaleRate: whole(environment, "BENCH_SCALE_RATE", 300),
   };
 }
 

@@ -1,0 +1,344 @@
+// The opt-in scale mode (BENCH_SCALE=1, `npm run bench:scale`; issue 9's P5, docs/benchmarks.md "Scale"): one ledger
+// migrated by `hookledger serve`, measured empty, then filled with BENCH_SCALE_ROWS settled rows and measured again;
+// then a long-transaction phase and a prune under load on the full ledger.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import pg from "pg";
+import { stopChild } from "../lib/child.js";
+import { dropSchema } from "../lib/schemas.js";
+import { percentile } from "../lib/stats.js";
+import { startServe } from "./http.js";
+import { loadRun } from "./loadgen-run.js";
+import { clearRun, deadTuples, FILL_DAYS, fillSettled, timePick } from "./scale-ledger.js";
+import type { RunContext, RunResult } from "./types.js";
+import { runWorker } from "./workers.js";
+
+/** The scale mode's knobs. */
+export interface ScaleOptions {
+  /** BENCH_SCALE_ROWS: settled rows to fill (default 5,000,000). */
+  readonly rows: number;
+  /** BENCH_SCALE_MINUTES: length of the long-transaction phase (default 30). */
+  readonly minutes: number;
+  /** BENCH_SCALE_RATE: the steady phases' fixed ingest rate, req/s (default 300). */
+  readonly rate: number;
+}
+
+interface Steady {
+  readonly ingest: RunResult;
+  readonly pickP99: number;
+  readonly pickSamples: number;
+  readonly maxDead: number;
+  readonly deadSamples: readonly number[];
+}
+
+const CONFIG = (ctx: RunContext) => join(ctx.root, "bench", "peers", "hookledger.config.mjs");
+
+// Steady ingest at a fixed rate into `serve` with its worker, the pick probe every 2 s and dead tuples every 10 s;
+// `holdEvery` opens a transaction with a txid (it holds back the xmin horizon) for `holdFor` s every that many s.
+async function steady(
+  ctx: RunContext,
+  schema: string,
+  name: string,
+  seconds: number,
+  rate: number,
+  extra: { holdEvery?: number; holdFor?: number; alongside?: () => Promise<void> } = {},
+): Promise<Steady> {
+  const { server, url, secret } = await startServe(ctx, "scale", { schema, worker: true });
+  const probe = new pg.Client({ connectionString: ctx.env.url, application_name: "hookledger-bench-probe" });
+  const holder = new pg.Client({
+    connectionString: ctx.env.url,
+    application_name: "hookledger-bench-holder",
+  });
+  await probe.connect();
+  await holder.connect();
+  const picks: number[] = [];
+  const dead: number[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  let busy = Promise.resolve();
+  const serial = (work: () => Promise<void>) => {
+    busy = busy.then(work).catch((error: Error) => console.error(`  probe: ${error.message}`));
+  };
+  try {
+    timers.push(setInterval(() => serial(async () => void picks.push(await timePick(probe, schema))), 2000));
+    timers.push(
+      setInterval(() => serial(async () => void dead.push(await deadTuples(probe, schema))), 10_000),
+    );
+    if (extra.holdEvery !== undefined) {
+      const hold = async () => {
+        await holder.query("begin");
+        await holder.query("select txid_current()");
+        await new Promise((resolve) => setTimeout(resolve, (extra.holdFor ?? 60) * 1000));
+        await holder.query("commit");
+      };
+      const first = setTimeout(
+        () => void hold().catch((e: Error) => console.error(`  hold: ${e.message}`)),
+        10_000,
+      );
+      timers.push(first);
+      timers.push(
+        setInterval(
+          () => void hold().catch((e: Error) => console.error(`  hold: ${e.message}`)),
+          extra.holdEvery * 1000,
+        ),
+      );
+    }
+    const side = extra.alongside?.();
+    const { run } = await loadRun(ctx, {
+      name,
+      url,
+      path: "/webhooks/stripe",
+      serverPid: server.pid as number,
+      secret,
+      mode: "unique",
+      prefix: `evt_s${Date.now().toString(36)}`,
+      count: Math.min(100_000, rate * 60),
+      expect: '"status":"accepted"',
+      expectId: true,
+      seconds,
+      warmupSeconds: 2,
+      rate,
+    });
+    await side;
+    return {
+      ingest: run,
+      pickP99: percentile(picks, 99),
+      pickSamples: picks.length,
+      maxDead: Math.max(0, ...dead),
+      deadSamples: dead,
+    };
+  } finally {
+    for (const t of timers) clearInterval(t);
+    await busy;
+    await holder.query("rollback").catch(() => {});
+    await holder.end().catch(() => {});
+    await probe.end().catch(() => {});
+    await stopChild(server);
+  }
+}
+
+async function ingest(ctx: RunContext, schema: string, name: string): Promise<RunResult> {
+  const { server, url, secret } = await startServe(ctx, "scale", { schema });
+  try {
+    const { run } = await loadRun(ctx, {
+      name,
+      url,
+      path: "/webhooks/stripe",
+      serverPid: server.pid as number,
+      secret,
+      mode: "unique",
+      prefix: `evt_u${Date.now().toString(36)}`,
+      count: ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds),
+      expect: '"status":"accepted"',
+      expectId: true,
+    });
+    return run;
+  } finally {
+    await stopChild(server);
+  }
+}
+
+async function worker(ctx: RunContext, schema: string, name: string): Promise<RunResult> {
+  return runWorker(ctx, {
+    name,
+    script: "hookledger-worker.ts",
+    env: { BENCH_SCHEMA: schema, BENCH_STRIPE_SECRET: "whsec_scale", BENCH_WORKER_CONCURRENCY: "10" },
+    pendingSql: `select exists (select 1 from ${schema}.events where status in ('pending', 'failed')) as pending`,
+    appSchema: schema,
+    check: async () => {
+      const { rows } = await ctx.admin.query<{ n: string }>(
+        `select count(*) as n from ${schema}.events where dedupe_key like 'evt\\_w\\_%' and outcome = 'applied'`,
+      );
+      const n = Number(rows[0]?.n);
+      return n === ctx.env.events ? [] : [`${n} worker events applied of ${ctx.env.events}`];
+    },
+  });
+}
+
+/** One line of the scale table. */
+export interface ScaleLine {
+  readonly what: string;
+  readonly empty: number;
+  readonly full: number;
+  readonly ratio: number;
+  readonly target: string;
+  readonly verdict: "PASS" | "FAIL" | "INVALID";
+}
+
+/**
+ * Runs every phase of the scale mode and returns its table's lines; prints progress as it goes.
+ *
+ * @example
+ * const lines = await runScale(ctx, { rows: 5_000_000, minutes: 30, rate: 300 });
+ */
+export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<ScaleLine[]> {
+  const { schema } = await startServe(ctx, "scale").then(async (s) => {
+    await stopChild(s.server);
+    return s;
+  });
+  const log = (line: string) => console.log(line);
+  const lines: ScaleLine[] = [];
+  const verdict = (ok: boolean, ...runs: RunResult[]) =>
+    runs.some((r) => !r.valid) ? "INVALID" : ok ? "PASS" : "FAIL";
+  try {
+    log("empty ledger: unique ingest, worker c10, steady ingest + worker (pick probe baseline)");
+    const ingestEmpty = await ingest(ctx, schema, "scale: ingest, empty");
+    await clearRun(ctx.admin, schema);
+    const workerEmpty = await worker(ctx, schema, "scale: worker c10, empty");
+    await clearRun(ctx.admin, schema);
+    const baseline = await steady(ctx, schema, "scale: steady, empty", ctx.env.seconds * 2, options.rate);
+    await clearRun(ctx.admin, schema);
+    for (const r of [ingestEmpty, workerEmpty, baseline.ingest])
+      log(
+        `  ${r.name}: ${r.perSecond.toFixed(0)} ${r.unit}, p99 ${r.p99?.toFixed(1) ?? "-"} ms ${r.problems.join("; ")}`,
+      );
+
+    const filling = performance.now();
+    log(`filling ${options.rows} settled rows (${ctx.env.bodyBytes} B bodies, ${FILL_DAYS} days) …`);
+    await fillSettled(ctx.admin, schema, options.rows, ctx.env.bodyBytes, (n) => {
+      if (n % 1_000_000 === 0) log(`  ${n} rows`);
+    });
+    const size = (
+      await ctx.admin.query<{ s: string }>(
+        `select pg_size_pretty(pg_total_relation_size('${schema}.events')) as s`,
+      )
+    ).rows[0]?.s;
+    log(`  filled in ${((performance.now() - filling) / 1000).toFixed(0)} s; events is ${size}`);
+
+    const ingestFull = await ingest(ctx, schema, "scale: ingest, full");
+    await clearRun(ctx.admin, schema);
+    const workerFull = await worker(ctx, schema, "scale: worker c10, full");
+    await clearRun(ctx.admin, schema);
+    for (const r of [ingestFull, workerFull])
+      log(
+        `  ${r.name}: ${r.perSecond.toFixed(0)} ${r.unit}, p99 ${r.p99?.toFixed(1) ?? "-"} ms ${r.problems.join("; ")}`,
+      );
+    const ratio = (a: RunResult, b: RunResult) => b.perSecond / a.perSecond;
+    lines.push(
+      {
+        what: "unique ingest req/s",
+        empty: ingestEmpty.perSecond,
+        full: ingestFull.perSecond,
+        ratio: ratio(ingestEmpty, ingestFull),
+        target: "≥ 0.9×",
+        verdict: verdict(ratio(ingestEmpty, ingestFull) >= 0.9, ingestEmpty, ingestFull),
+      },
+      {
+        what: "worker c10 events/s",
+        empty: workerEmpty.perSecond,
+        full: workerFull.perSecond,
+        ratio: ratio(workerEmpty, workerFull),
+        target: "≥ 0.9×",
+        verdict: verdict(ratio(workerEmpty, workerFull) >= 0.9, workerEmpty, workerFull),
+      },
+    );
+
+    const seconds = options.minutes * 60;
+    log(
+      `long transactions: ${options.minutes} min at ${options.rate} req/s with the worker, a 60 s transaction every 5 min`,
+    );
+    const long = await steady(ctx, schema, "scale: steady, long transactions", seconds, options.rate, {
+      holdEvery: 300,
+      holdFor: 60,
+    });
+    log(
+      `  pick probe p99 ${long.pickP99.toFixed(2)} ms over ${long.pickSamples} samples (empty: ${baseline.pickP99.toFixed(2)} ms over ${baseline.pickSamples}); dead tuples every 10 s: ${long.deadSamples.join(", ")}`,
+    );
+    const pickRatio = long.pickP99 / baseline.pickP99;
+    lines.push({
+      what: "pick probe p99 ms",
+      empty: baseline.pickP99,
+      full: long.pickP99,
+      ratio: pickRatio,
+      target: "≤ 2×",
+      verdict: verdict(pickRatio <= 2, long.ingest),
+    });
+    lines.push({
+      what: "max dead tuples (events)",
+      empty: Math.max(0, ...baseline.deadSamples),
+      full: long.maxDead,
+      ratio: Number.NaN,
+      target: "bounded",
+      verdict: verdict(true, long.ingest),
+    });
+    await clearRun(ctx.admin, schema);
+
+    log(
+      `prune under load: ${options.rate} req/s, \`hookledger prune --older-than ${34 + FILL_DAYS}d\` (about one day of rows)`,
+    );
+    const before = await steady(
+      ctx,
+      schema,
+      "scale: steady, before prune",
+      ctx.env.seconds * 2,
+      options.rate,
+    );
+    let pruneSeconds = Number.NaN;
+    const during = await steady(
+      ctx,
+      schema,
+      "scale: steady, during prune",
+      ctx.env.seconds * 2,
+      options.rate,
+      {
+        alongside: async () => {
+          const began = performance.now();
+          await prune(ctx, schema, `${34 + FILL_DAYS}d`);
+          pruneSeconds = (performance.now() - began) / 1000;
+        },
+      },
+    );
+    const left = (await ctx.admin.query<{ n: string }>(`select count(*) as n from ${schema}.events`)).rows[0]
+      ?.n;
+    log(`  prune took ${pruneSeconds.toFixed(1)} s (window ${ctx.env.seconds * 2} s); ${left} rows left`);
+    const p99 = (during.ingest.p99 ?? Number.NaN) / (before.ingest.p99 ?? Number.NaN);
+    lines.push({
+      what: "ingest p99 ms during prune",
+      empty: before.ingest.p99 ?? Number.NaN,
+      full: during.ingest.p99 ?? Number.NaN,
+      ratio: p99,
+      target: "≤ 1.1×",
+      verdict: verdict(p99 <= 1.1, before.ingest, during.ingest),
+    });
+    return lines;
+  } finally {
+    await dropSchema(ctx.admin, schema);
+  }
+}
+
+function prune(ctx: RunContext, schema: string, olderThan: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        join(ctx.root, "dist", "cli", "main.js"),
+        "prune",
+        "--older-than",
+        olderThan,
+        "--source",
+        "stripe",
+        "--config",
+        CONFIG(ctx),
+      ],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL: ctx.env.url,
+          HOOKLEDGER_SCHEMA: schema,
+          BENCH_STRIPE_SECRET: "whsec_scale",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.on("exit", (code) => {
+      console.log(`  prune: ${out.trim().split("\n").join(" | ")}`);
+      code === 0 ? resolve() : reject(new Error(`hookledger prune exited ${code}`));
+    });
+  });
+}
