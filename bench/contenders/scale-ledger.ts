@@ -7,7 +7,7 @@ import { stripeBody } from "../lib/stripe.js";
 export const FILL_DAYS = 6;
 
 /**
- * Inserts `rows` settled events into `<schema>.events` in statements of 100,000 rows, then `vacuum analyze`. Every
+ * Inserts `rows` settled events into `<schema>.events` in statements of 100,000 rows, then `vacuum analyze` and a checkpoint. Every
  * row carries the same signed-body shape as the load (`bodyBytes` of Stripe JSON, its id made unique), so the
  * bodies compress in TOAST as real JSON does. received_at spreads evenly over {@link FILL_DAYS} days ending 35 days
  * ago; settled_at is a second later.
@@ -45,12 +45,19 @@ export async function fillSettled(
     );
     progress(to + 1);
   }
+  await settle(db, schema);
+}
+
+// A checkpoint after the vacuum: otherwise the fill's (or the previous run's) WAL is written back during the next
+// measured window, and the full ledger's figures pay for the fill.
+async function settle(db: pg.ClientBase, schema: string): Promise<void> {
   await db.query(`vacuum analyze ${schema}.events`);
+  await db.query("checkpoint");
 }
 
 /**
  * Removes what a measured run added (every row but the filled ones, and the worker's app table), then
- * `vacuum analyze`, so the next run starts from the same ledger.
+ * `vacuum analyze` and a checkpoint, so the next run starts from the same ledger.
  *
  * @example
  * await clearRun(admin, schema);
@@ -59,7 +66,7 @@ export async function clearRun(db: pg.ClientBase, schema: string): Promise<void>
   await db.query(`delete from ${schema}.events where dedupe_key not like 'evt\\_fill\\_%'`);
   await db.query(`truncate ${schema}.duplicates, ${schema}.entity_versions`);
   await db.query(`drop table if exists ${schema}.app_subscriptions`);
-  await db.query(`vacuum analyze ${schema}.events`);
+  await settle(db, schema);
 }
 
 /**

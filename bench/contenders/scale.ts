@@ -33,7 +33,7 @@ interface Steady {
 
 const CONFIG = (ctx: RunContext) => join(ctx.root, "bench", "peers", "hookledger.config.mjs");
 
-// Steady ingest at a fixed rate into `serve` with its worker, the pick probe every 2 s and dead tuples every 10 s;
+// Steady ingest at a fixed rate into `serve` with its worker, the pick probe every 1 s and dead tuples every 10 s;
 // `holdEvery` opens a transaction with a txid (it holds back the xmin horizon) for `holdFor` s every that many s.
 async function steady(
   ctx: RunContext,
@@ -59,7 +59,7 @@ async function steady(
     busy = busy.then(work).catch((error: Error) => console.error(`  probe: ${error.message}`));
   };
   try {
-    timers.push(setInterval(() => serial(async () => void picks.push(await timePick(probe, schema))), 2000));
+    timers.push(setInterval(() => serial(async () => void picks.push(await timePick(probe, schema))), 1000));
     timers.push(
       setInterval(() => serial(async () => void dead.push(await deadTuples(probe, schema))), 10_000),
     );
@@ -161,7 +161,8 @@ export interface ScaleLine {
   readonly full: number;
   readonly ratio: number;
   readonly target: string;
-  readonly verdict: "PASS" | "FAIL" | "INVALID";
+  /** INFO: printed, not judged (whether dead tuples stay bounded is read from the samples in the log). */
+  readonly verdict: "PASS" | "FAIL" | "INVALID" | "INFO";
 }
 
 /**
@@ -176,6 +177,8 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
     return s;
   });
   const log = (line: string) => console.log(line);
+  // The steady windows: long enough for ~30 pick samples at 1 s, so that their p99 is more than the one worst.
+  const window = Math.max(30, ctx.env.seconds * 2);
   const lines: ScaleLine[] = [];
   const verdict = (ok: boolean, ...runs: RunResult[]) =>
     runs.some((r) => !r.valid) ? "INVALID" : ok ? "PASS" : "FAIL";
@@ -185,7 +188,7 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
     await clearRun(ctx.admin, schema);
     const workerEmpty = await worker(ctx, schema, "scale: worker c10, empty");
     await clearRun(ctx.admin, schema);
-    const baseline = await steady(ctx, schema, "scale: steady, empty", ctx.env.seconds * 2, options.rate);
+    const baseline = await steady(ctx, schema, "scale: steady, empty", window, options.rate);
     await clearRun(ctx.admin, schema);
     for (const r of [ingestEmpty, workerEmpty, baseline.ingest])
       log(
@@ -258,38 +261,25 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
       full: long.maxDead,
       ratio: Number.NaN,
       target: "bounded",
-      verdict: verdict(true, long.ingest),
+      verdict: long.ingest.valid ? "INFO" : "INVALID",
     });
     await clearRun(ctx.admin, schema);
 
     log(
       `prune under load: ${options.rate} req/s, \`hookledger prune --older-than ${34 + FILL_DAYS}d\` (about one day of rows)`,
     );
-    const before = await steady(
-      ctx,
-      schema,
-      "scale: steady, before prune",
-      ctx.env.seconds * 2,
-      options.rate,
-    );
+    const before = await steady(ctx, schema, "scale: steady, before prune", window, options.rate);
     let pruneSeconds = Number.NaN;
-    const during = await steady(
-      ctx,
-      schema,
-      "scale: steady, during prune",
-      ctx.env.seconds * 2,
-      options.rate,
-      {
-        alongside: async () => {
-          const began = performance.now();
-          await prune(ctx, schema, `${34 + FILL_DAYS}d`);
-          pruneSeconds = (performance.now() - began) / 1000;
-        },
+    const during = await steady(ctx, schema, "scale: steady, during prune", window, options.rate, {
+      alongside: async () => {
+        const began = performance.now();
+        await prune(ctx, schema, `${34 + FILL_DAYS}d`);
+        pruneSeconds = (performance.now() - began) / 1000;
       },
-    );
+    });
     const left = (await ctx.admin.query<{ n: string }>(`select count(*) as n from ${schema}.events`)).rows[0]
       ?.n;
-    log(`  prune took ${pruneSeconds.toFixed(1)} s (window ${ctx.env.seconds * 2} s); ${left} rows left`);
+    log(`  prune took ${pruneSeconds.toFixed(1)} s (window ${window} s); ${left} rows left`);
     const p99 = (during.ingest.p99 ?? Number.NaN) / (before.ingest.p99 ?? Number.NaN);
     lines.push({
       what: "ingest p99 ms during prune",
