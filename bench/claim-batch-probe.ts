@@ -12,7 +12,35 @@ import { claimBatcher } from "../src/ledger/claim-batch.js";
 import { ledgerContext } from "../src/ledger/context.js";
 import { notifyThrottle } from "../src/ledger/notify.js";
 import { silentLogger } from "../src/log.js";
-import { buildEvents } from "./events.js";
+import { stripeProvider } from "../src/providers/stripe.js";
+import { stripeBody, stripeSignature } from "./lib/stripe.js";
+
+// The claims the edge would make of `count` signed 2 KB Stripe events: verified by the provider, as the edge does.
+function buildEvents(prefix: string, count: number, bytes: number, source: string, secret: string) {
+  const provider = stripeProvider();
+  return Array.from({ length: count }, (_, i) => {
+    const id = `${prefix}_${i}`;
+    const body = Buffer.from(
+      stripeBody({ id, subscription: `sub_${i}`, created: 1_767_225_600, status: "active" }, bytes),
+    );
+    const now = Date.now();
+    const headers = new Headers({
+      "stripe-signature": stripeSignature(body, secret, Math.floor(now / 1000)),
+    });
+    const verified = provider.verify({ body, headers, secrets: [secret], now });
+    if (!verified.ok || !("event" in verified))
+      throw new Error(`probe event ${id} does not verify as an event`);
+    const claim: ClaimInput = {
+      source,
+      event: verified.event,
+      body,
+      headers: {},
+      secretIndex: verified.secretIndex,
+      arrivedVia: "delivery",
+    };
+    return { id, claim };
+  });
+}
 
 const url = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const ops = Number(process.env.PROBE_OPS ?? 8000);
