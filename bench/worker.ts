@@ -48,7 +48,9 @@ async function run(index: number): Promise<void> {
   await admin.query(`drop schema if exists ${schema} cascade`);
   await migrate(admin, schema);
   const ledger = ledgerContext(schema);
-  await admin.query(`create table ${schema}.app_state (id text primary key, version bigint not null, data jsonb)`);
+  await admin.query(
+    `create table ${schema}.app_state (id text primary key, version bigint not null, data jsonb)`,
+  );
   // 2 KB Stripe-like payloads, due in claim order; entity i mod E, version rising with i.
   await admin.query(
     `insert into ${schema}.events (source, dedupe_key, event_type, body, body_sha256, payload, entity_type, entity_id,
@@ -105,6 +107,12 @@ async function run(index: number): Promise<void> {
   const { rows } = await admin.query(
     `select status, outcome, count(*)::int as n from ${schema}.events group by 1, 2 order by 1, 2`,
   );
+  // Updates of the ledger's rows per event, and how many stayed on their page (HOT: no index entries written).
+  const { rows: tuples } = await admin.query<{ upd: number; hot: number }>(
+    `select n_tup_upd::int as upd, n_tup_hot_upd::int as hot from pg_stat_user_tables
+     where schemaname = $1 and relname = 'events'`,
+    [schema],
+  );
   await admin.query(`drop schema ${schema} cascade`);
   await admin.end();
   const nodeMs = ((cpu.user + cpu.system) / 1000 / events) * 1000;
@@ -118,6 +126,10 @@ async function run(index: number): Promise<void> {
       eventsPerSecond: Math.round(events / seconds),
       nodeCpuUsPerEvent: Math.round(nodeMs),
       backendCpuUsPerEvent: Math.round(((backendCpu * 1e6) / events) * 1),
+      eventUpdates: tuples[0] && {
+        perEvent: Number((tuples[0].upd / events).toFixed(2)),
+        hotPerEvent: Number((tuples[0].hot / events).toFixed(2)),
+      },
       load: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" "),
       ledger: rows,
     }),

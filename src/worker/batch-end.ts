@@ -1,6 +1,5 @@
 import type { PoolClient } from "../db/pool.js";
-import type { CountedKey, PickedEvent } from "../ledger/pick.js";
-import { HANDLER_ENDED_TRANSACTION } from "../ledger/pick.js";
+import { type CountedKey, HANDLER_ENDED_TRANSACTION } from "../ledger/pick.js";
 import type { LockedEvent } from "../ledger/pick-lock.js";
 import type { Outcome } from "../ledger/settle.js";
 import { uncountAttempts } from "../ledger/uncount.js";
@@ -16,9 +15,11 @@ export interface Connection {
 
 /** One event of a batch and how far it got. */
 export interface Entry {
-  readonly event: PickedEvent;
+  readonly event: LockedEvent;
   /** Its turn came (its handler was called, or it has none). */
   ran: boolean;
+  /** Its handler was called. */
+  called: boolean;
   /** The handler returned: the outcome the batch settles it with. */
   outcome?: Outcome;
   /** The handler failed: recorded in the batch's transaction. */
@@ -28,15 +29,16 @@ export interface Entry {
 /** A batch in its transaction. */
 export interface Batch {
   readonly started: number;
-  /** The transaction's id. */
-  readonly xid: string;
   /** Counted, but another worker counted a newer attempt before this batch locked them. */
   readonly moved: readonly CountedKey[];
-  /** Locked, but another transaction holds their entity: given back. */
+  /** Locked, not armed: another transaction holds their entity, so they are given back. */
   readonly busy: readonly LockedEvent[];
-  /** Run in this order. */
+  /** Locked and armed, run in this order. */
   readonly entries: Entry[];
 }
+
+type Ended = Promise<{ ran: number; budgetCut: boolean }>;
+const ran = (batch: Batch) => batch.entries.filter((e) => e.ran).length;
 
 /**
  * Logs and reports every event of a committed batch.
@@ -54,13 +56,23 @@ export function reportSettled(deps: AttemptDeps, batch: Batch): void {
         "event settled",
       );
       reportAttempt(deps, event, batch.started, "settled", entry.outcome);
-    } else if (entry.failed) {
-      const { status, error, text, message } = entry.failed;
-      // The same bounded text as `last_error`; never the payload.
-      deps.log.warn(logFields(event, batch.started, { result: status, err: error.message, stack: text }), message);
-      reportAttempt(deps, event, batch.started, status);
-    }
+    } else if (entry.failed) reportFailed(deps, batch, entry, entry.failed);
   }
+}
+
+function reportFailed(
+  deps: AttemptDeps,
+  batch: Batch,
+  entry: Entry,
+  failed: NonNullable<Entry["failed"]>,
+): void {
+  const { status, error, text, message } = failed;
+  // The same bounded text as `last_error`; never the payload.
+  deps.log.warn(
+    logFields(entry.event, batch.started, { result: status, err: error.message, stack: text }),
+    message,
+  );
+  reportAttempt(deps, entry.event, batch.started, status);
 }
 
 function reportMoved(deps: AttemptDeps, batch: Batch): void {
@@ -69,8 +81,8 @@ function reportMoved(deps: AttemptDeps, batch: Batch): void {
 
 /**
  * A handler ended the batch's transaction itself (`culprit`; `error` if it then failed): what the batch wrote after
- * that is rolled back. The culprit is dead. Its predecessors in the batch are dead too when the handler's commit
- * made their writes (and their arms, arm.ts) durable without their settle; when it rolled them back instead they
+ * that is rolled back. The culprit is dead. Those before it in the batch are dead too when the handler's commit made
+ * their writes (and their arms, pick-lock.ts) durable without their settle; when it rolled them back instead they
  * are given back uncounted, as are the events whose turn never came.
  *
  * @example
@@ -82,16 +94,19 @@ export async function endedByHandler(
   batch: Batch,
   culprit: Entry,
   error?: Error,
-): Promise<{ ran: number; budgetCut: boolean }> {
+): Ended {
   const { client } = conn;
   // In another transaction (`commit; begin`), or an aborted one: none of it is the batch's.
   if (client.getTransactionStatus() !== "I") await client.query("rollback");
   const then = error ? `; then the handler failed: ${error.message}` : "";
-  const status = await recordFailure(deps, client, culprit.event, `${HANDLER_ENDED_TRANSACTION}${then}`, true);
+  // "missing" when its arm was committed: dead already.
+  const status = await recordFailure(deps, client, culprit.event, `${HANDLER_ENDED_TRANSACTION}${then}`, {
+    dead: true,
+  });
   deps.log.warn(logFields(culprit.event, batch.started, { result: status }), HANDLER_ENDED_TRANSACTION);
   reportAttempt(deps, culprit.event, batch.started, "dead");
   await afterRollback(deps, client, batch, culprit, "another event of its batch ended the transaction");
-  return { ran: batch.entries.filter((e) => e.ran).length, budgetCut: false };
+  return { ran: ran(batch), budgetCut: false };
 }
 
 /**
@@ -108,7 +123,7 @@ export async function cutOff(
   batch: Batch,
   culprit: Entry,
   result: { error: Error; cut: "timeout" | "abandoned"; ended: boolean },
-): Promise<{ ran: number; budgetCut: boolean }> {
+): Ended {
   const { error, cut } = result;
   // The handler may still be using the connection: destroy it (the server rolls the transaction back), then record
   // on a fresh one.
@@ -116,25 +131,26 @@ export async function cutOff(
   conn.release(error);
   await endBackend(deps, pid);
   if (cut === "abandoned") {
-    await afterRollback(
-      deps,
-      deps.pool,
-      batch,
-      undefined,
-      "worker stopped while a handler of its batch ran; the batch rolled back and the event will be picked again",
-    );
-    return { ran: batch.entries.filter((e) => e.ran).length, budgetCut: false };
+    const why = "the worker stopped while a handler of its batch ran; the batch rolled back";
+    await afterRollback(deps, deps.pool, batch, undefined, why);
+    return { ran: ran(batch), budgetCut: false };
   }
   const text = failureText(error, { frames: false });
-  // A handler that ended the transaction before it hung may have committed its writes: dead, never retried.
-  const status = await recordFailure(deps, deps.pool, culprit.event, text, result.ended);
+  // "missing" when its arm was committed (it ended the transaction itself, then hung): dead already.
+  const status = await recordFailure(deps, deps.pool, culprit.event, text, { dead: result.ended });
   deps.log.warn(
     logFields(culprit.event, batch.started, { result: status, err: error.message }),
     "handler timed out",
   );
-  reportAttempt(deps, culprit.event, batch.started, status);
-  await afterRollback(deps, deps.pool, batch, culprit, "a handler of its batch timed out; the batch rolled back");
-  return { ran: batch.entries.filter((e) => e.ran).length, budgetCut: false };
+  reportAttempt(deps, culprit.event, batch.started, status === "missing" ? "dead" : status);
+  await afterRollback(
+    deps,
+    deps.pool,
+    batch,
+    culprit,
+    "a handler of its batch timed out; the batch rolled back",
+  );
+  return { ran: ran(batch), budgetCut: false };
 }
 
 /**
@@ -155,13 +171,17 @@ export async function commitFailed(
   batch: Batch,
   error: Error,
   rerun: (deps: AttemptDeps, conn: Connection, keys: CountedKey[], started: number) => Promise<unknown>,
-): Promise<{ ran: number; budgetCut: boolean }> {
+): Ended {
   reportMoved(deps, batch);
-  const ran = batch.entries.filter((e) => e.ran);
+  const done = batch.entries.filter((e) => e.ran);
   const notRun = [...batch.entries.filter((e) => !e.ran).map((e) => e.event), ...batch.busy];
-  await uncountAttempts(conn.client, deps.ledger, notRun);
-  const [only] = ran;
-  if (ran.length === 1 && only) {
+  await uncountAttempts(
+    conn.client,
+    deps.ledger,
+    notRun.map((e) => ({ ...e, ran: false })),
+  );
+  const [only] = done;
+  if (done.length === 1 && only) {
     const failure = new Error(`the event's transaction failed at commit: ${error.message}`, { cause: error });
     const text = failureText(failure, { frames: false });
     const status = await recordFailure(deps, conn.client, only.event, text);
@@ -170,23 +190,25 @@ export async function commitFailed(
     return { ran: 1, budgetCut: false };
   }
   deps.log.warn(
-    { events: ran.length, err: error.message },
+    { events: done.length, err: error.message },
     "a batch failed at commit; its events run again one at a time",
   );
-  for (const [i, entry] of ran.entries()) {
+  for (const [i, entry] of done.entries()) {
     if (conn.released || deps.stopping?.()) {
       // The connection was cut off, or the worker is stopping: the rest are given back, uncounted.
-      await uncountAttempts(deps.pool, deps.ledger, ran.slice(i).map((e) => e.event));
+      const rest = done.slice(i).map((e) => ({ ...e.event, ran: false }));
+      await uncountAttempts(deps.pool, deps.ledger, rest);
       break;
     }
     await rerun(deps, conn, [{ ...entry.event, exhausted: false }], performance.now());
   }
-  return { ran: ran.length, budgetCut: false };
+  return { ran: done.length, budgetCut: false };
 }
 
-// The batch's transaction is gone. Each event but `culprit` that still stands at its counted attempt is given back
-// (its writes rolled back with the batch); one that does not was made durable by a handler that committed the
-// transaction itself: dead with its arm, or failed as its record says.
+// The batch's transaction is gone. Each event but `culprit` is given back if it still stands at its counted attempt
+// (its writes rolled back with the batch), or if it never ran, whatever happened to its arm. One whose handler ran
+// and whose arm was committed (a handler committed the transaction itself) is dead: its writes may be committed. One
+// failed in the transaction and committed stays as its record says.
 async function afterRollback(
   deps: AttemptDeps,
   db: Parameters<typeof uncountAttempts>[0],
@@ -196,29 +218,30 @@ async function afterRollback(
 ): Promise<void> {
   reportMoved(deps, batch);
   const others = batch.entries.filter((e) => e !== culprit);
+  const keys = [
+    ...others.map((e) => ({ ...e.event, ran: e.called })),
+    ...batch.busy.map((e) => ({ ...e, ran: false })),
+  ];
   let back: Set<string>;
   try {
-    const given = await uncountAttempts(db, deps.ledger, [...others.map((e) => e.event), ...batch.busy]);
+    const given = await uncountAttempts(db, deps.ledger, keys);
     back = new Set(given.map((k) => `${k.source}\u0000${k.dedupe_key}`));
   } catch (error) {
     // Still stamped: due again after their back-off, each counted as an attempt that ended unrecorded.
-    deps.log.warn({ err: (error as Error).message, events: others.length }, "could not give a batch back");
+    deps.log.warn({ err: (error as Error).message, events: keys.length }, "could not give a batch back");
     return;
   }
   for (const entry of others) {
-    if (!entry.ran) continue;
+    if (!entry.called) continue;
     const { event } = entry;
     if (back.has(`${event.source}\u0000${event.dedupe_key}`)) {
       deps.log.warn(logFields(event, batch.started, { result: "abandoned" }), `event given back: ${why}`);
       reportAttempt(deps, event, batch.started, "abandoned");
-    } else if (entry.failed) {
-      const { status, error, text, message } = entry.failed;
-      deps.log.warn(logFields(event, batch.started, { result: status, err: error.message, stack: text }), message);
-      reportAttempt(deps, event, batch.started, status);
-    } else {
+    } else if (entry.failed) reportFailed(deps, batch, entry, entry.failed);
+    else {
       deps.log.warn(
         logFields(event, batch.started, { result: "dead" }),
-        `${HANDLER_ENDED_TRANSACTION} (another handler of its batch did, after this one ran)`,
+        `${HANDLER_ENDED_TRANSACTION} (a handler of its batch did, after this one ran)`,
       );
       reportAttempt(deps, event, batch.started, "dead");
     }

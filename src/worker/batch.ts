@@ -1,6 +1,5 @@
 import { pg } from "../deps.js";
-import { armAttempt, EVENT_SAVEPOINT } from "../ledger/arm.js";
-import { countAttempts, type CountedKey } from "../ledger/pick.js";
+import { type CountedKey, countAttempts } from "../ledger/pick.js";
 import { lockAttempts } from "../ledger/pick-lock.js";
 import { type BatchEnd, settleAttempts } from "../ledger/settle.js";
 import { type AttemptDeps, logFields, recordFailure, reportAttempt } from "./attempt.js";
@@ -17,12 +16,15 @@ import { failureText } from "./failure-text.js";
 import { runHandler } from "./handler-run.js";
 import { FROZEN_AFTER_MS } from "./heartbeat.js";
 
-/** What one batch did: events counted, events run (their handler started), and whether its time budget cut it. */
+/** What one batch did: events counted, events whose turn came, and whether its time budget cut it short. */
 export interface BatchRun {
   readonly counted: number;
   readonly ran: number;
   readonly budgetCut: boolean;
 }
+
+/** The savepoint each event of a batch runs in; a handler's failure rolls back to it and no further. */
+const SAVEPOINT = "hookledger_event";
 
 // What last_error says of a handler that returned normally but left the transaction aborted (it caught the error
 // of its own failed query): the settle would fail, and without this record the event would run again and again,
@@ -33,13 +35,13 @@ const LEFT_FAILED = "handler left its transaction failed";
 
 /**
  * Runs one batch of due events. Their attempts are counted first, in one statement of its own (with a back-off,
- * should the batch never record an outcome because its process died); then one transaction locks their rows and
- * entities and runs each event in a savepoint of its own: arm → handler → guard. A handler that throws is rolled
- * back to its savepoint and its failure recorded in the same transaction, so its row lock is never released between
- * the failure and its record, and its neighbours keep their writes. One statement settles every event that ran
- * (and gives back those that did not), one commit makes it all durable. After `batchBudgetMs` no new event starts.
- * The rarer ends (a handler cut off by its timeout or by `stop()`, one that ended the transaction itself, a commit
- * the server refuses) are in batch-end.ts.
+ * should the batch never record an outcome because its process died); then one transaction locks and arms their
+ * rows (pick-lock.ts) and runs each event in a savepoint of its own: handler → guard. A handler that throws is
+ * rolled back to its savepoint and its failure recorded in the same transaction, so its row lock is never released
+ * between the failure and its record, and its neighbours keep their writes. One statement settles every event
+ * that ran (and gives back those that did not), one commit makes it all durable. After `batchBudgetMs` no new
+ * event starts. The rarer ends (a handler cut off by its timeout or by `stop()`, one that ended the transaction
+ * itself, a commit the server refuses) are in batch-end.ts.
  *
  * @example
  * const batch = await runBatch(deps, 50);
@@ -90,11 +92,14 @@ function ends(batch: Batch): BatchEnd[] {
   const result: BatchEnd[] = [];
   for (const { event, ran, outcome } of batch.entries) {
     if (outcome !== undefined) result.push({ source: event.source, dedupe_key: event.dedupe_key, outcome });
-    else if (!ran) result.push({ source: event.source, dedupe_key: event.dedupe_key, outcome: null });
+    else if (!ran) result.push({ ...event, outcome: null });
   }
-  for (const e of batch.busy) result.push({ source: e.source, dedupe_key: e.dedupe_key, outcome: null });
+  for (const event of batch.busy) result.push({ ...event, outcome: null });
   return result;
 }
+
+const isDatabaseError = (error: unknown): error is Error & { code?: string } =>
+  error instanceof pg().DatabaseError;
 
 /**
  * Runs counted attempts in one transaction on `conn` (batch-end.ts also runs single events through it again).
@@ -110,7 +115,8 @@ export async function runCounted(
 ): Promise<Omit<BatchRun, "counted">> {
   const { client } = conn;
   // Postgres ends a transaction left idle longer (a frozen worker, a host that vanished mid-handler), and its events
-  // are due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts).
+  // are due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts). The
+  // transaction's id lets the settle tell it from one a handler began after ending it.
   const begun = (await client.query(
     `begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS}; select pg_current_xact_id()::text as xid`,
   )) as unknown as { rows: { xid: string }[] }[];
@@ -119,12 +125,11 @@ export async function runCounted(
   const found = new Set(locked.map((e) => `${e.source}\u0000${e.dedupe_key}`));
   const batch: Batch = {
     started,
-    xid,
     // "moved": this worker stalled past the attempts' back-off and another one counted newer attempts meanwhile.
     moved: keys.filter((k) => !found.has(`${k.source}\u0000${k.dedupe_key}`)),
     // Another event of the entity started running since the count: given back, it waits its turn.
     busy: locked.filter((e) => !e.entity_free),
-    entries: locked.filter((e) => e.entity_free).map((event) => ({ event, ran: false })),
+    entries: locked.filter((e) => e.entity_free).map((event) => ({ event, ran: false, called: false })),
   };
   const deadline = started + deps.batchBudgetMs;
   let budgetCut = false;
@@ -132,23 +137,40 @@ export async function runCounted(
   let last: Entry | undefined;
   // pg hands a failed query's error to the handler before the server's next ReadyForQuery says the transaction is
   // aborted, so a handler that caught its own failed query may return while the status still reads "T". The next
-  // statement of the batch (an arm, the settle) then fails with 25P02, and runs again once that handler's failure is
-  // recorded.
+  // statement of the batch (a savepoint, the settle) then fails with 25P02, and runs again once that handler's
+  // failure is recorded.
   const abortedBy = (error: unknown): Entry | undefined =>
-    error instanceof pg().DatabaseError && error.code === "25P02" && last?.outcome !== undefined ? last : undefined;
+    isDatabaseError(error) && error.code === "25P02" && last?.outcome !== undefined ? last : undefined;
   // Rolls `entry` back to its savepoint and records its failure in the batch's transaction; false when there is no
   // savepoint to roll back to (its handler ended the transaction and began another).
   const fail = async (entry: Entry, error: Error, message: string): Promise<boolean> => {
     try {
-      await client.query(`rollback to savepoint ${EVENT_SAVEPOINT}`);
+      await client.query(`rollback to savepoint ${SAVEPOINT}`);
     } catch (rollbackError) {
-      if (!(rollbackError instanceof pg().DatabaseError)) throw rollbackError;
+      if (!isDatabaseError(rollbackError)) throw rollbackError;
       return false;
     }
     delete entry.outcome;
     const text = failureText(error);
-    entry.failed = { status: await recordFailure(deps, client, entry.event, text), error, text, message };
+    const status = await recordFailure(deps, client, entry.event, text, { armed: true });
+    entry.failed = { status, error, text, message };
     return true;
+  };
+  // One round trip per event besides its handler's: the previous event's savepoint is released (savepoints do not
+  // nest a batch deep) and this event's taken. False: there was no savepoint to release, so the last handler ended
+  // the transaction and began another.
+  const savepoint = async (): Promise<boolean> => {
+    const text = `${open ? `release savepoint ${SAVEPOINT}; ` : ""}savepoint ${SAVEPOINT}`;
+    try {
+      await client.query(text);
+      return true;
+    } catch (error) {
+      if (!isDatabaseError(error) || !last) throw error;
+      const aborted = abortedBy(error);
+      if (!aborted || !(await fail(aborted, new Error(ABORTED), LEFT_FAILED))) return false;
+      await client.query(text);
+      return true;
+    }
   };
   for (const [i, entry] of batch.entries.entries()) {
     if (i > 0 && (deps.stopping?.() || performance.now() >= deadline)) {
@@ -161,25 +183,13 @@ export async function runCounted(
       entry.outcome = "unhandled";
       continue;
     }
-    let armed = false;
-    try {
-      armed = await armAttempt(client, deps.ledger, entry.event, xid, open);
-    } catch (error) {
-      if (!(error instanceof pg().DatabaseError) || !last) throw error;
-      // Any other error than 25P02: no savepoint to release, the last handler ended the transaction and began
-      // another.
-      const aborted = abortedBy(error);
-      if (aborted && (await fail(aborted, new Error(ABORTED), LEFT_FAILED))) {
-        armed = await armAttempt(client, deps.ledger, entry.event, xid, open);
-      }
-    }
-    if (!armed) {
+    if (!(await savepoint())) {
       entry.ran = false;
-      if (!last) throw new Error(`the batch's transaction ${xid} changed before any handler ran`);
-      return endedByHandler(deps, conn, batch, last);
+      return endedByHandler(deps, conn, batch, last as Entry);
     }
     open = true;
     last = entry;
+    entry.called = true;
     const result = await runHandler(deps, client, entry.event, handler);
     if (!result.ok && result.cut) return cutOff(deps, conn, batch, entry, { ...result, cut: result.cut });
     if (result.ended) return endedByHandler(deps, conn, batch, entry, result.ok ? undefined : result.error);
@@ -199,9 +209,8 @@ export async function runCounted(
   } catch (error) {
     const aborted = abortedBy(error);
     if (!aborted) throw error;
-    if (!(await fail(aborted, new Error(ABORTED), LEFT_FAILED))) {
+    if (!(await fail(aborted, new Error(ABORTED), LEFT_FAILED)))
       return endedByHandler(deps, conn, batch, aborted);
-    }
     settled = await settleAttempts(client, deps.ledger, ends(batch), xid);
   }
   if (!settled) {
@@ -214,7 +223,7 @@ export async function runCounted(
   } catch (error) {
     // The server refused the commit (a deferred constraint some handler's writes violate): the transaction rolled
     // back and the connection is sound.
-    if (!(error instanceof pg().DatabaseError)) throw error;
+    if (!isDatabaseError(error)) throw error;
     return commitFailed(deps, conn, batch, error, runCounted);
   }
   reportSettled(deps, batch);
