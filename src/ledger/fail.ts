@@ -19,9 +19,10 @@ export type FailedStatus = "failed" | "dead";
 /**
  * Records the failure of a counted attempt (`attempts`, its number): the error is kept, and the event is due again
  * after `retryInMs`, or dead once `maxAttempts` attempts are spent (or at once with `dead`, when retrying could
- * apply it twice). Only a pending or failed row still at that attempt is touched (or, with `armed`, the row its
- * batch armed): a failure recorded late, outside the attempt's transaction (a handler timeout, a failed commit),
- * never overwrites a settle, a committed arm or a newer attempt.
+ * apply it twice). Only a pending or failed row still at that attempt is touched: a failure recorded late, outside
+ * the attempt's transaction (a handler timeout, a failed commit), never overwrites a settle, a committed arm or a
+ * newer attempt. `armed` (with `dead`): the event's own handler ended its transaction, whose commit may have made
+ * its arm durable (arm.ts); the row is then dead already and only its last_error changes.
  *
  * @returns the new status, or `undefined` when the row was missing or had moved on.
  * @example
@@ -38,7 +39,7 @@ export async function failEvent(
     retryInMs: number;
     attempts: number;
     dead?: boolean;
-    /** Recorded in the batch's transaction, on the row the batch armed (`dead` until its outcome is written). */
+    /** The row may be dead with its attempt's committed arm (arm.ts), which this record replaces. */
     armed?: boolean;
   },
 ): Promise<FailedStatus | undefined> {

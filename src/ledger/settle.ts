@@ -5,22 +5,21 @@ export type Outcome = "applied" | "stale" | "unhandled" | "ignored";
 
 // One statement ends a batch's events in its transaction: each with an outcome is settled; each without one is
 // given back (it did not run: the batch's time budget ran out, the worker is stopping, or its entity was busy), due
-// again at once with its attempt uncounted and its arm undone (its status and last_error as they were, pick-lock.ts). Only inside the batch's transaction (`$4`, its id): a handler that ended
+// again at once with its attempt uncounted. Only inside the batch's transaction (`$4`, its id): a handler that ended
 // it and began another (`commit; begin` in one string) leaves the connection in a transaction where no status
 // check sees the switch, and nothing must settle there. The row locks are the batch's, so no other fence is needed.
 const settleSql = statement(
   "settle",
   (s) => `with done as (
   update ${s}.events e
-  set status = case when u.outcome is null then u.previous_status else 'settled' end,
+  set status = case when u.outcome is null then e.status else 'settled' end,
       outcome = u.outcome,
       settled_at = case when u.outcome is null then null else now() end,
-      last_error = case when u.outcome is null then u.previous_error end,
+      last_error = case when u.outcome is null then e.last_error end,
       attempts = case when u.outcome is null then e.attempts - 1 else e.attempts end,
       next_attempt_at = case when u.outcome is null then now() else e.next_attempt_at end,
       attempt_started_at = null
-  from unnest($1::text[], $2::text[], $3::text[], $5::text[], $6::text[])
-    as u (source, dedupe_key, outcome, previous_status, previous_error)
+  from unnest($1::text[], $2::text[], $3::text[]) as u (source, dedupe_key, outcome)
   where e.source = u.source and e.dedupe_key = u.dedupe_key
     and pg_current_xact_id_if_assigned()::text = $4::text
   returning 1
@@ -29,16 +28,11 @@ select coalesce(pg_current_xact_id_if_assigned()::text = $4::text, false) as sam
 );
 
 /** One event of a batch at its end: settled with `outcome`, or given back uncounted with `null`. */
-export type BatchEnd =
-  | { readonly source: string; readonly dedupe_key: string; readonly outcome: Outcome }
-  | {
-      readonly source: string;
-      readonly dedupe_key: string;
-      readonly outcome: null;
-      /** What the event was before the batch armed it (pick-lock.ts). */
-      readonly previous_status: string;
-      readonly previous_error: string | null;
-    };
+export interface BatchEnd {
+  readonly source: string;
+  readonly dedupe_key: string;
+  readonly outcome: Outcome | null;
+}
 
 /**
  * Settles a batch's events, and gives back those that did not run, inside the transaction that holds their row
@@ -58,14 +52,7 @@ export async function settleAttempts(
 ): Promise<boolean> {
   const result = await tx.query<{ same: boolean; n: number }>({
     ...settleSql(ledger),
-    values: [
-      ends.map((e) => e.source),
-      ends.map((e) => e.dedupe_key),
-      ends.map((e) => e.outcome),
-      xid,
-      ends.map((e) => (e.outcome === null ? e.previous_status : null)),
-      ends.map((e) => (e.outcome === null ? e.previous_error : null)),
-    ],
+    values: [ends.map((e) => e.source), ends.map((e) => e.dedupe_key), ends.map((e) => e.outcome), xid],
   });
   const row = result.rows[0];
   return row?.same === true && row.n === ends.length;

@@ -1,5 +1,6 @@
 import type { PoolClient } from "../db/pool.js";
 import { type CountedKey, HANDLER_ENDED_TRANSACTION } from "../ledger/pick.js";
+import { BATCH_ENDED } from "../ledger/arm.js";
 import type { LockedEvent } from "../ledger/pick-lock.js";
 import type { Outcome } from "../ledger/settle.js";
 import { uncountAttempts } from "../ledger/uncount.js";
@@ -31,9 +32,9 @@ export interface Batch {
   readonly started: number;
   /** Counted, but another worker counted a newer attempt before this batch locked them. */
   readonly moved: readonly CountedKey[];
-  /** Locked, not armed: another transaction holds their entity, so they are given back. */
+  /** Locked, but another transaction holds their entity: given back. */
   readonly busy: readonly LockedEvent[];
-  /** Locked and armed, run in this order. */
+  /** Run in this order. */
   readonly entries: Entry[];
 }
 
@@ -82,8 +83,8 @@ function reportMoved(deps: AttemptDeps, batch: Batch): void {
 /**
  * A handler ended the batch's transaction itself (`culprit`; `error` if it then failed): what the batch wrote after
  * that is rolled back. The culprit is dead. Those before it in the batch are dead too when the handler's commit made
- * their writes (and their arms, pick-lock.ts) durable without their settle; when it rolled them back instead they
- * are given back uncounted, as are the events whose turn never came.
+ * their writes (and their arms, arm.ts) durable without their settle; when it rolled them back instead they are
+ * given back uncounted, as are the events whose turn never came (never armed, untouched by that commit).
  *
  * @example
  * return endedByHandler(deps, conn, batch, entry);
@@ -99,9 +100,10 @@ export async function endedByHandler(
   // In another transaction (`commit; begin`), or an aborted one: none of it is the batch's.
   if (client.getTransactionStatus() !== "I") await client.query("rollback");
   const then = error ? `; then the handler failed: ${error.message}` : "";
-  // "missing" when its arm was committed: dead already.
+  // Dead either way: its handler's commit made its arm durable (only last_error changes), or its rollback undid it.
   const status = await recordFailure(deps, client, culprit.event, `${HANDLER_ENDED_TRANSACTION}${then}`, {
     dead: true,
+    armed: true,
   });
   deps.log.warn(logFields(culprit.event, batch.started, { result: status }), HANDLER_ENDED_TRANSACTION);
   reportAttempt(deps, culprit.event, batch.started, "dead");
@@ -175,11 +177,7 @@ export async function commitFailed(
   reportMoved(deps, batch);
   const done = batch.entries.filter((e) => e.ran);
   const notRun = [...batch.entries.filter((e) => !e.ran).map((e) => e.event), ...batch.busy];
-  await uncountAttempts(
-    conn.client,
-    deps.ledger,
-    notRun.map((e) => ({ ...e, ran: false })),
-  );
+  await uncountAttempts(conn.client, deps.ledger, notRun);
   const [only] = done;
   if (done.length === 1 && only) {
     const failure = new Error(`the event's transaction failed at commit: ${error.message}`, { cause: error });
@@ -196,8 +194,11 @@ export async function commitFailed(
   for (const [i, entry] of done.entries()) {
     if (conn.released || deps.stopping?.()) {
       // The connection was cut off, or the worker is stopping: the rest are given back, uncounted.
-      const rest = done.slice(i).map((e) => ({ ...e.event, ran: false }));
-      await uncountAttempts(deps.pool, deps.ledger, rest);
+      await uncountAttempts(
+        deps.pool,
+        deps.ledger,
+        done.slice(i).map((e) => e.event),
+      );
       break;
     }
     await rerun(deps, conn, [{ ...entry.event, exhausted: false }], performance.now());
@@ -205,10 +206,10 @@ export async function commitFailed(
   return { ran: done.length, budgetCut: false };
 }
 
-// The batch's transaction is gone. Each event but `culprit` is given back if it still stands at its counted attempt
-// (its writes rolled back with the batch), or if it never ran, whatever happened to its arm. One whose handler ran
-// and whose arm was committed (a handler committed the transaction itself) is dead: its writes may be committed. One
-// failed in the transaction and committed stays as its record says.
+// The batch's transaction is gone. Each event but `culprit` that still stands at its counted attempt is given back
+// (its writes rolled back with the batch; an event whose turn never came was never armed, so it always is). One whose
+// arm was committed (a handler committed the transaction itself) is dead: its writes may be committed. One failed
+// in the transaction and committed stays as its record says.
 async function afterRollback(
   deps: AttemptDeps,
   db: Parameters<typeof uncountAttempts>[0],
@@ -218,10 +219,7 @@ async function afterRollback(
 ): Promise<void> {
   reportMoved(deps, batch);
   const others = batch.entries.filter((e) => e !== culprit);
-  const keys = [
-    ...others.map((e) => ({ ...e.event, ran: e.called })),
-    ...batch.busy.map((e) => ({ ...e, ran: false })),
-  ];
+  const keys = [...others.map((e) => e.event), ...batch.busy];
   let back: Set<string>;
   try {
     const given = await uncountAttempts(db, deps.ledger, keys);
@@ -239,10 +237,7 @@ async function afterRollback(
       reportAttempt(deps, event, batch.started, "abandoned");
     } else if (entry.failed) reportFailed(deps, batch, entry, entry.failed);
     else {
-      deps.log.warn(
-        logFields(event, batch.started, { result: "dead" }),
-        `${HANDLER_ENDED_TRANSACTION} (a handler of its batch did, after this one ran)`,
-      );
+      deps.log.warn(logFields(event, batch.started, { result: "dead" }), BATCH_ENDED);
       reportAttempt(deps, event, batch.started, "dead");
     }
   }

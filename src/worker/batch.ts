@@ -1,4 +1,5 @@
 import { pg } from "../deps.js";
+import { armAttempt, EVENT_SAVEPOINT, prepareArm } from "../ledger/arm.js";
 import { type CountedKey, countAttempts } from "../ledger/pick.js";
 import { lockAttempts } from "../ledger/pick-lock.js";
 import { type BatchEnd, settleAttempts } from "../ledger/settle.js";
@@ -23,9 +24,6 @@ export interface BatchRun {
   readonly budgetCut: boolean;
 }
 
-/** The savepoint each event of a batch runs in; a handler's failure rolls back to it and no further. */
-const SAVEPOINT = "hookledger_event";
-
 // What last_error says of a handler that returned normally but left the transaction aborted (it caught the error
 // of its own failed query): the settle would fail, and without this record the event would run again and again,
 // its attempts never counted.
@@ -35,8 +33,9 @@ const LEFT_FAILED = "handler left its transaction failed";
 
 /**
  * Runs one batch of due events. Their attempts are counted first, in one statement of its own (with a back-off,
- * should the batch never record an outcome because its process died); then one transaction locks and arms their
- * rows (pick-lock.ts) and runs each event in a savepoint of its own: handler → guard. A handler that throws is
+ * should the batch never record an outcome because its process died); then one transaction locks their rows and
+ * entities (pick-lock.ts) and runs each event in a savepoint of its own: arm (arm.ts) → handler → guard. A handler
+ * that throws is
  * rolled back to its savepoint and its failure recorded in the same transaction, so its row lock is never released
  * between the failure and its record, and its neighbours keep their writes. One statement settles every event
  * that ran (and gives back those that did not), one commit makes it all durable. After `batchBudgetMs` no new
@@ -92,9 +91,9 @@ function ends(batch: Batch): BatchEnd[] {
   const result: BatchEnd[] = [];
   for (const { event, ran, outcome } of batch.entries) {
     if (outcome !== undefined) result.push({ source: event.source, dedupe_key: event.dedupe_key, outcome });
-    else if (!ran) result.push({ ...event, outcome: null });
+    else if (!ran) result.push({ source: event.source, dedupe_key: event.dedupe_key, outcome: null });
   }
-  for (const event of batch.busy) result.push({ ...event, outcome: null });
+  for (const e of batch.busy) result.push({ source: e.source, dedupe_key: e.dedupe_key, outcome: null });
   return result;
 }
 
@@ -114,6 +113,7 @@ export async function runCounted(
   started: number,
 ): Promise<Omit<BatchRun, "counted">> {
   const { client } = conn;
+  await prepareArm(client, deps.ledger);
   // Postgres ends a transaction left idle longer (a frozen worker, a host that vanished mid-handler), and its events
   // are due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts). The
   // transaction's id lets the settle tell it from one a handler began after ending it.
@@ -137,7 +137,7 @@ export async function runCounted(
   let last: Entry | undefined;
   // pg hands a failed query's error to the handler before the server's next ReadyForQuery says the transaction is
   // aborted, so a handler that caught its own failed query may return while the status still reads "T". The next
-  // statement of the batch (a savepoint, the settle) then fails with 25P02, and runs again once that handler's
+  // statement of the batch (an arm, the settle) then fails with 25P02, and runs again once that handler's
   // failure is recorded.
   const abortedBy = (error: unknown): Entry | undefined =>
     isDatabaseError(error) && error.code === "25P02" && last?.outcome !== undefined ? last : undefined;
@@ -145,31 +145,28 @@ export async function runCounted(
   // savepoint to roll back to (its handler ended the transaction and began another).
   const fail = async (entry: Entry, error: Error, message: string): Promise<boolean> => {
     try {
-      await client.query(`rollback to savepoint ${SAVEPOINT}`);
+      await client.query(`rollback to savepoint ${EVENT_SAVEPOINT}`);
     } catch (rollbackError) {
       if (!isDatabaseError(rollbackError)) throw rollbackError;
       return false;
     }
     delete entry.outcome;
     const text = failureText(error);
-    const status = await recordFailure(deps, client, entry.event, text, { armed: true });
+    const status = await recordFailure(deps, client, entry.event, text);
     entry.failed = { status, error, text, message };
     return true;
   };
-  // One round trip per event besides its handler's: the previous event's savepoint is released (savepoints do not
-  // nest a batch deep) and this event's taken. False: there was no savepoint to release, so the last handler ended
-  // the transaction and began another.
-  const savepoint = async (): Promise<boolean> => {
-    const text = `${open ? `release savepoint ${SAVEPOINT}; ` : ""}savepoint ${SAVEPOINT}`;
+  // One round trip per event besides its handler's (arm.ts): the previous event's savepoint is released (savepoints
+  // do not nest a batch deep), this event's taken and the event armed. False: the transaction is no longer the
+  // batch's (no savepoint to release, or the arm found another transaction), so the last handler ended it.
+  const arm = async (entry: Entry): Promise<boolean> => {
     try {
-      await client.query(text);
-      return true;
+      return await armAttempt(client, deps.ledger, entry.event, xid, open);
     } catch (error) {
       if (!isDatabaseError(error) || !last) throw error;
       const aborted = abortedBy(error);
       if (!aborted || !(await fail(aborted, new Error(ABORTED), LEFT_FAILED))) return false;
-      await client.query(text);
-      return true;
+      return armAttempt(client, deps.ledger, entry.event, xid, open);
     }
   };
   for (const [i, entry] of batch.entries.entries()) {
@@ -183,9 +180,10 @@ export async function runCounted(
       entry.outcome = "unhandled";
       continue;
     }
-    if (!(await savepoint())) {
+    if (!(await arm(entry))) {
       entry.ran = false;
-      return endedByHandler(deps, conn, batch, last as Entry);
+      if (!last) throw new Error(`the batch's transaction ${xid} changed before any handler ran`);
+      return endedByHandler(deps, conn, batch, last);
     }
     open = true;
     last = entry;
