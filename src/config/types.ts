@@ -113,6 +113,10 @@ export interface HookledgerConfig {
     readonly pollIntervalMs?: number;
     /** @defaultValue 30000 */
     readonly handlerTimeoutMs?: number;
+    /** Most events one batch runs in one transaction, 1 to 64 (`startWorker`'s `batchSize`). @defaultValue 50 */
+    readonly batchSize?: number;
+    /** A batch starts no new event this long after its pick (`startWorker`'s `batchBudgetMs`). @defaultValue 1000 */
+    readonly batchBudgetMs?: number;
     readonly retry?: Partial<RetryPolicy>;
     /** How long SIGTERM waits for running events. @defaultValue 10000 */
     readonly shutdownGraceMs?: number;

@@ -1,5 +1,6 @@
 import type { Source } from "../edge/receiver.js";
 import { createProvider } from "../providers/index.js";
+import { MAX_BATCH } from "../ledger/pick.js";
 import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";
 import { Handlers } from "../worker/handlers.js";
 import { type ResolvedDatabase, resolveDatabase, resolveListen } from "./database.js";
@@ -36,6 +37,8 @@ export interface ResolvedConfig {
     readonly concurrency: number;
     readonly pollIntervalMs: number;
     readonly handlerTimeoutMs: number;
+    readonly batchSize: number;
+    readonly batchBudgetMs: number;
     readonly retry: RetryPolicy;
     readonly shutdownGraceMs: number;
   };
@@ -94,6 +97,14 @@ export function resolveConfig(
     if (typeof n === "number" && Number.isInteger(n) && n > 0) return n;
     problems.push(`${field}: expected a positive whole number, got ${JSON.stringify(value)}`);
     return fallback;
+  };
+
+  const batchSize = (n: number): number => {
+    if (n <= MAX_BATCH) return n;
+    problems.push(
+      `worker.batchSize: at most ${MAX_BATCH} (Postgres caches 64 subtransactions per transaction), got ${n}`,
+    );
+    return MAX_BATCH;
   };
 
   if (!Array.isArray(config.sources) || config.sources.length === 0) {
@@ -171,6 +182,8 @@ export function resolveConfig(
       concurrency: positiveInt("worker.concurrency", worker.concurrency, 4),
       pollIntervalMs: positiveInt("worker.pollIntervalMs", worker.pollIntervalMs, 1000),
       handlerTimeoutMs: positiveInt("worker.handlerTimeoutMs", worker.handlerTimeoutMs, 30_000),
+      batchSize: batchSize(positiveInt("worker.batchSize", worker.batchSize, 50)),
+      batchBudgetMs: positiveInt("worker.batchBudgetMs", worker.batchBudgetMs, 1000),
       retry: {
         maxAttempts: positiveInt("worker.retry.maxAttempts", retry.maxAttempts, 10),
         baseDelayMs: positiveInt("worker.retry.baseDelayMs", retry.baseDelayMs, 1000),
@@ -208,8 +221,8 @@ function unknownHandlerSources(handlers: Handlers, sources: readonly { name?: un
  * startWorker({ pool, connectionString, ledger, handlers, log, ...workerTuning(config) });
  */
 export function workerTuning(config: Pick<ResolvedConfig, "worker">) {
-  const { concurrency, pollIntervalMs, handlerTimeoutMs, retry } = config.worker;
-  return { concurrency, pollIntervalMs, handlerTimeoutMs, retry };
+  const { concurrency, pollIntervalMs, handlerTimeoutMs, batchSize, batchBudgetMs, retry } = config.worker;
+  return { concurrency, pollIntervalMs, handlerTimeoutMs, batchSize, batchBudgetMs, retry };
 }
 
 function resolveAdmin(

@@ -9,7 +9,7 @@ set last_error = $3::text,
     next_attempt_at = now() + $5::int * interval '1 millisecond',
     attempt_started_at = null
 where source = $1::text and dedupe_key = $2::text
-  and status in ('pending', 'failed') and attempts = $7::int
+  and (status in ('pending', 'failed') or ($8::boolean and status = 'dead')) and attempts = $7::int
 returning status`,
 );
 
@@ -20,7 +20,9 @@ export type FailedStatus = "failed" | "dead";
  * Records the failure of a counted attempt (`attempts`, its number): the error is kept, and the event is due again
  * after `retryInMs`, or dead once `maxAttempts` attempts are spent (or at once with `dead`, when retrying could
  * apply it twice). Only a pending or failed row still at that attempt is touched: a failure recorded late, outside
- * the attempt's transaction (a handler timeout, a failed commit), never overwrites a settle or a newer attempt.
+ * the attempt's transaction (a handler timeout, a failed commit), never overwrites a settle, a committed arm or a
+ * newer attempt. `armed` (with `dead`): the event's own handler ended its transaction, whose commit may have made
+ * its arm durable (arm.ts); the row is then dead already and only its last_error changes.
  *
  * @returns the new status, or `undefined` when the row was missing or had moved on.
  * @example
@@ -37,6 +39,8 @@ export async function failEvent(
     retryInMs: number;
     attempts: number;
     dead?: boolean;
+    /** The row may be dead with its attempt's committed arm (arm.ts), which this record replaces. */
+    armed?: boolean;
   },
 ): Promise<FailedStatus | undefined> {
   const result = await db.query<{ status: FailedStatus }>({
@@ -49,6 +53,7 @@ export async function failEvent(
       Math.round(input.retryInMs),
       input.dead ?? false,
       input.attempts,
+      input.armed ?? false,
     ],
   });
   return result.rows[0]?.status;

@@ -3,30 +3,57 @@ import { type LedgerContext, type Queryable, statement } from "./context.js";
 /** How a settled event ended (docs/architecture.md §3). */
 export type Outcome = "applied" | "stale" | "unhandled" | "ignored";
 
+// One statement ends a batch's events in its transaction: each with an outcome is settled; each without one is
+// given back (it did not run: the batch's time budget ran out, the worker is stopping, or its entity was busy), due
+// again at once with its attempt uncounted. Only inside the batch's transaction (`$4`, its id): a handler that ended
+// it and began another (`commit; begin` in one string) leaves the connection in a transaction where no status
+// check sees the switch, and nothing must settle there. The row locks are the batch's, so no other fence is needed.
 const settleSql = statement(
   "settle",
-  (s) => `update ${s}.events
-set status = 'settled', outcome = $3::text, settled_at = now(), last_error = null, attempt_started_at = null
-where source = $1::text and dedupe_key = $2::text
-  and ($4::text is null or pg_current_xact_id_if_assigned()::text = $4::text)`,
+  (s) => `with done as (
+  update ${s}.events e
+  set status = case when u.outcome is null then e.status else 'settled' end,
+      outcome = u.outcome,
+      settled_at = case when u.outcome is null then null else now() end,
+      last_error = case when u.outcome is null then e.last_error end,
+      attempts = case when u.outcome is null then e.attempts - 1 else e.attempts end,
+      next_attempt_at = case when u.outcome is null then now() else e.next_attempt_at end,
+      attempt_started_at = null
+  from unnest($1::text[], $2::text[], $3::text[]) as u (source, dedupe_key, outcome)
+  where e.source = u.source and e.dedupe_key = u.dedupe_key
+    and pg_current_xact_id_if_assigned()::text = $4::text
+  returning 1
+)
+select coalesce(pg_current_xact_id_if_assigned()::text = $4::text, false) as same, (select count(*)::int from done) as n`,
 );
 
+/** One event of a batch at its end: settled with `outcome`, or given back uncounted with `null`. */
+export interface BatchEnd {
+  readonly source: string;
+  readonly dedupe_key: string;
+  readonly outcome: Outcome | null;
+}
+
 /**
- * Settles an event inside the transaction that holds its row lock and carries the handler's writes. Its attempt
- * was counted when it was picked, so the count stays as it is. With `xid` (from `armAttempt`), it settles only
- * inside that transaction and returns false in any other (a handler ended it and began another).
+ * Settles a batch's events, and gives back those that did not run, inside the transaction that holds their row
+ * locks and carries the handlers' writes. Their attempts were counted when they were picked, so a settled event's
+ * count stays as it is.
  *
+ * @returns false when the connection is no longer in transaction `xid` (a handler ended it and began another):
+ * nothing was written.
  * @example
- * await settleEvent(tx, ledger, "stripe", "evt_123", "applied");
+ * await settleAttempts(tx, ledger, [{ source: "stripe", dedupe_key: "evt_123", outcome: "applied" }], xid);
  */
-export async function settleEvent(
+export async function settleAttempts(
   tx: Queryable,
   ledger: LedgerContext,
-  source: string,
-  dedupeKey: string,
-  outcome: Outcome,
-  xid?: string,
+  ends: readonly BatchEnd[],
+  xid: string,
 ): Promise<boolean> {
-  const result = await tx.query({ ...settleSql(ledger), values: [source, dedupeKey, outcome, xid ?? null] });
-  return result.rowCount === 1;
+  const result = await tx.query<{ same: boolean; n: number }>({
+    ...settleSql(ledger),
+    values: [ends.map((e) => e.source), ends.map((e) => e.dedupe_key), ends.map((e) => e.outcome), xid],
+  });
+  const row = result.rows[0];
+  return row?.same === true && row.n === ends.length;
 }

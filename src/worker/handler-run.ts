@@ -1,34 +1,31 @@
 import type { PoolClient } from "../db/pool.js";
-import { armAttempt, type PickedEvent } from "../ledger/pick.js";
-import type { Outcome } from "../ledger/settle.js";
+import type { PickedEvent } from "../ledger/pick.js";
 import type { AttemptDeps } from "./attempt.js";
 import { attemptContext } from "./context.js";
+import type { Handler } from "./handlers.js";
 import { keepTransactionAlive } from "./heartbeat.js";
 
 class TimeoutError extends Error {}
 class AbandonedError extends Error {}
 
-/** How the handler of one attempt ended; `ended`: it ended the event's transaction itself. */
+/** How the handler of one attempt ended; `ended`: it ended the batch's transaction itself. */
 export type HandlerResult =
-  | { ok: true; outcome: Outcome; savepoint: boolean; ended: boolean; xid?: string }
+  | { ok: true; outcome: "applied" | "stale" | "ignored"; ended: boolean }
   | { ok: false; error: Error; cut: "timeout" | "abandoned" | false; ended: boolean };
 
 /**
- * Runs the event's handler inside the attempt's transaction, after a savepoint, racing the handler timeout and the
- * worker's abandon signal. No handler: settles `unhandled`.
+ * Runs the event's handler inside the batch's transaction, in the savepoint the batch opened for it, racing the
+ * handler timeout and the worker's abandon signal.
  *
  * @example
- * const result = await runHandler(deps, client, picked);
+ * const result = await runHandler(deps, client, picked, handler);
  */
 export async function runHandler(
   deps: AttemptDeps,
   client: PoolClient,
   picked: PickedEvent,
+  handler: Handler,
 ): Promise<HandlerResult> {
-  const handler = deps.handlers.find(picked.source, picked.event_type);
-  if (!handler) return { ok: true, outcome: "unhandled", savepoint: false, ended: false };
-  await client.query("savepoint handler");
-  const xid = await armAttempt(client, deps.ledger, picked);
   const attempt = attemptContext(client, deps.ledger, picked);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -51,7 +48,7 @@ export async function runHandler(
     // After a timeout the handler's own rejection has no one left to hear it; keep it from being "unhandled".
     run.catch(() => {});
     await Promise.race([run, timeout, abandoned]);
-    return { ok: true, outcome: attempt.outcome(), savepoint: true, ended: attempt.endedTransaction(), xid };
+    return { ok: true, outcome: attempt.outcome(), ended: attempt.endedTransaction() };
   } catch (error) {
     const err = error instanceof Error ? error : new Error(String(error));
     const cut = err instanceof TimeoutError ? "timeout" : err instanceof AbandonedError ? "abandoned" : false;

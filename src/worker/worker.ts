@@ -2,8 +2,10 @@ import type { ClientConfig } from "pg";
 import type { Pool } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
-import { type AttemptReport, attemptNext } from "./attempt.js";
+import { MAX_BATCH } from "../ledger/pick.js";
+import type { AttemptReport } from "./attempt.js";
 import { defaultRetryPolicy, type RetryPolicy } from "./backoff.js";
+import { runBatch } from "./batch.js";
 import type { Handlers } from "./handlers.js";
 import { listenForClaims } from "./wake.js";
 
@@ -17,10 +19,24 @@ export interface WorkerOptions {
   readonly handlers: Handlers;
   readonly log: Logger;
   /**
-   * Events run at once in this process; each holds one connection while it runs.
+   * Batches run at once in this process; each holds one connection while it runs.
    * @defaultValue 4
    */
   readonly concurrency?: number;
+  /**
+   * The most events a batch takes: they run one after another in one transaction (each in a savepoint of its own),
+   * settle in one statement and commit once. 1 to 64 (Postgres caches 64 subtransactions per transaction; past
+   * that every snapshot on the server slows down). Fewer are taken after a batch ran out of `batchBudgetMs`.
+   * @defaultValue 50
+   */
+  readonly batchSize?: number;
+  /**
+   * A batch starts no new event this long after its pick; the events it did not reach are given back at once,
+   * uncounted, for the next batch (of any worker). It bounds how long a batch's finished events wait for their
+   * commit behind slow neighbours; a single handler is still bounded only by `handlerTimeoutMs`.
+   * @defaultValue 1000
+   */
+  readonly batchBudgetMs?: number;
   /**
    * How often an idle slot looks for due work without a notification (retries come due this way).
    * @defaultValue 1000
@@ -44,16 +60,17 @@ export interface WorkerOptions {
 /** A running worker. */
 export interface Worker {
   /**
-   * Stops picking new events and waits for the running ones; after `graceMs` the rest are abandoned: their
-   * handlers' later queries are refused, their transactions roll back and the events are picked again by another
-   * worker. Resolves once every slot has ended (or 5 s after abandoning, should one hang on a dead connection).
+   * Stops picking new events and waits for the running batches, which start no new event and give the rest back;
+   * after `graceMs` the rest are abandoned: their handlers' later queries are refused, their transactions roll back
+   * and the events are picked again by another worker. Resolves once every slot has ended (or 5 s after abandoning, should one hang on a dead connection).
    */
   stop(graceMs?: number): Promise<void>;
 }
 
 /**
- * Starts `concurrency` slots that each pick one due event at a time (FOR UPDATE SKIP LOCKED) and run it in one
- * transaction. Any number of workers, in any number of processes, share one ledger safely.
+ * Starts `concurrency` slots that each pick a batch of due events at a time (FOR UPDATE SKIP LOCKED) and run it in
+ * one transaction, each event in a savepoint of its own. Any number of workers, in any number of processes, share
+ * one ledger safely.
  *
  * @example
  * const worker = startWorker({ pool, connectionString, ledger, handlers, log });
@@ -62,14 +79,21 @@ export interface Worker {
 export function startWorker(options: WorkerOptions): Worker {
   const retry = { ...defaultRetryPolicy, ...options.retry };
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const batchSize = options.batchSize ?? 50;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH) {
+    throw new RangeError(`batchSize must be an integer from 1 to ${MAX_BATCH}, got ${batchSize}`);
+  }
   const waker = listenForClaims({
     connectionString: options.connectionString,
     channel: options.ledger.channel,
     log: options.log,
   });
   const abandon = new AbortController();
+  let stopping = false;
   const deps = {
     signal: abandon.signal,
+    stopping: () => stopping,
+    batchBudgetMs: options.batchBudgetMs ?? 1000,
     pool: options.pool,
     ledger: options.ledger,
     handlers: options.handlers,
@@ -78,20 +102,23 @@ export function startWorker(options: WorkerOptions): Worker {
     log: options.log,
     ...(options.onAttempt && { onAttempt: options.onAttempt }),
   };
-  let stopping = false;
 
   const slot = async () => {
     let failures = 0;
+    let limit = batchSize;
     while (!stopping) {
       try {
         // Marked before looking: a claim notified while this slot was busy finding nothing must not wait a poll.
         const mark = waker.mark();
-        const worked = await attemptNext(deps);
+        const batch = await runBatch(deps, limit);
         failures = 0;
-        if (!worked) await waker.sleep(pollIntervalMs, mark);
+        // A batch its time budget cut short reached `ran` events: the next takes no more than that, so a slot with
+        // slow handlers does not count events only to give them back; otherwise the size grows back.
+        limit = batch.budgetCut ? Math.max(1, batch.ran) : Math.min(batchSize, limit * 2);
+        if (batch.counted === 0) await waker.sleep(pollIntervalMs, mark);
       } catch (error) {
         // The database is unreachable or restarting: back off (up to 5 s) and try again; nothing is lost, the
-        // event's transaction rolled back and it is due again.
+        // batch's transaction rolled back and its events are due again.
         failures++;
         options.log.error(
           { err: (error as Error).message },

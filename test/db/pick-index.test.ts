@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { countAttempt, lockAttempt } from "../../src/ledger/pick.js";
+import { countAttempts } from "../../src/ledger/pick.js";
+import { lockAttempts } from "../../src/ledger/pick-lock.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 
@@ -14,36 +15,77 @@ after(() => t.drop());
 // the planner can use it (with sequential scans off it must, or the predicates have drifted apart).
 const policy = { maxAttempts: 10, baseDelayMs: 1000, maxDelayMs: 1000 };
 
-test("the pick's query is answered from the events_due partial index", async () => {
-  const client = await t.pool.connect();
+async function plan(db: TestLedger, ...settings: string[]): Promise<string> {
+  const client = await db.pool.connect();
   try {
     await client.query("begin");
-    await client.query("set local enable_seqscan = off");
-    const plan = await client.query(`explain ${await pickSqlText(t)}`, [10, 1000, 1000, "%s", 2000, 30000]);
-    const text = plan.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n");
-    assert.match(text, /Index Scan using events_due/);
+    for (const setting of settings) await client.query(setting);
+    // Prepared as the worker's statement is, so that plan_cache_mode decides between a custom and a generic plan.
+    await client.query(`prepare pick as ${await pickSqlText(db)}`);
+    const explained = await client.query(`explain execute pick (10, 1000, 1000, '%s', 2000, 30000, 50)`);
+    await client.query("deallocate pick");
+    return explained.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n");
   } finally {
     await client.query("rollback");
     client.release();
   }
+}
+
+test("the pick's query is answered from the events_due partial index", async () => {
+  assert.match(await plan(t, "set local enable_seqscan = off"), /Index Scan using events_due/);
 });
 
-test("the pick skips an event whose attempt another transaction runs and takes the next", async () => {
+test("countAttempts on a ledger of one million rows, mostly settled, walks events_due and never scans the table", async () => {
+  const big = await freshLedger();
+  try {
+    // 1,000,000 rows, 2,000 of them due: what a ledger looks like long after its events settled.
+    await big.pool.query(
+      `insert into ${big.ledger.s}.events (source, dedupe_key, event_type, body, body_sha256, payload, status,
+         outcome, settled_at, entity_type, entity_id, entity_version, next_attempt_at)
+       select 'big', 'evt_' || i, 't', '\\x7b7d', '\\x00', '{}', s, case when s = 'settled' then 'applied' end,
+         case when s = 'settled' then now() end, 'sub', 'sub_' || (i % 5000), i,
+         now() - interval '1 day' + i * interval '1 millisecond'
+       from generate_series(1, 1000000) i,
+         lateral (select case when i % 500 = 0 then 'pending' else 'settled' end as s) x`,
+    );
+    await big.pool.query(`analyze ${big.ledger.s}.events`);
+    // The worker's statement is prepared: after five runs Postgres may plan it once for any parameters (generic),
+    // where the batch size is unknown. Both plans must walk the index.
+    for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+      const text = await plan(big, `set local plan_cache_mode = ${mode}`);
+      assert.match(text, /Index Scan using events_due/, `${mode}:\n${text}`);
+      assert.doesNotMatch(text, /Seq Scan on events/, `${mode}:\n${text}`);
+    }
+    // And it counts them: a batch of 50, oldest due first.
+    const counted = await countAttempts(big.pool, big.ledger, policy, 50);
+    assert.equal(counted.length, 50);
+    assert.deepEqual(
+      counted.map((k) => Number(k.dedupe_key.slice(4))).sort((a, b) => a - b),
+      Array.from({ length: 50 }, (_, i) => (i + 1) * 500),
+    );
+  } finally {
+    await big.drop();
+  }
+});
+
+test("the pick skips events whose batch another transaction runs and counts the next", async () => {
   await claimTestEvent(t.pool, t.ledger, { id: "first" });
   await claimTestEvent(t.pool, t.ledger, { id: "second" });
   const a = await t.pool.connect();
   const b = await t.pool.connect();
   try {
-    const first = await countAttempt(a, t.ledger, policy);
-    assert.ok(first?.kind === "attempt");
-    // Due again at once, as when the running attempt outlives its back-off: only its row lock keeps it.
+    const first = await countAttempts(a, t.ledger, policy, 1);
+    assert.equal(first.length, 1);
+    // Due again at once, as when the running batch outlives its back-off: only its row locks keep it.
     await t.pool.query(`update ${t.ledger.s}.events set next_attempt_at = now() - interval '1 hour'`);
     await a.query("begin");
-    assert.equal(await lockAttempt(a, t.ledger, first.event), "locked");
+    assert.equal((await lockAttempts(a, t.ledger, first)).length, 1);
     await b.query("begin");
-    const second = await countAttempt(b, t.ledger, policy);
-    assert.ok(second?.kind === "attempt");
-    assert.notEqual(first.event.dedupe_key, second.event.dedupe_key);
+    const second = await countAttempts(b, t.ledger, policy, 50);
+    assert.deepEqual(
+      second.map((k) => k.dedupe_key),
+      [first[0]?.dedupe_key === "first" ? "second" : "first"],
+    );
   } finally {
     await a.query("rollback");
     await b.query("rollback");
@@ -55,7 +97,7 @@ test("the pick skips an event whose attempt another transaction runs and takes t
 /** The SQL text the pick sends, captured without running it. */
 async function pickSqlText(ledger: TestLedger): Promise<string> {
   let text = "";
-  await countAttempt(
+  await countAttempts(
     {
       query: async (q: unknown) => {
         text = (q as { text: string }).text;
@@ -64,6 +106,7 @@ async function pickSqlText(ledger: TestLedger): Promise<string> {
     },
     ledger.ledger,
     policy,
+    50,
   );
   return text;
 }

@@ -93,7 +93,19 @@ test("resolveConfig resolves environment references and applies defaults", () =>
   assert.equal(config.port, 0);
   assert.equal(config.schema, "ledger2");
   assert.equal(config.worker.retry.maxAttempts, 10);
+  assert.equal(config.worker.batchSize, 50);
+  assert.equal(config.worker.batchBudgetMs, 1000);
   assert.equal(config.embeddedPort, 54329);
+});
+
+test("resolveConfig refuses a worker batchSize over 64, naming the field and the reason", () => {
+  const problems = problemsOf(
+    { sources: [{ name: "stripe", provider: "stripe", secrets: ["inline"] }], worker: { batchSize: 65 } },
+    { DATABASE_URL: "postgres://x/y" },
+  );
+  assert.deepEqual(problems, [
+    "worker.batchSize: at most 64 (Postgres caches 64 subtransactions per transaction), got 65",
+  ]);
 });
 
 const paddleHeader = (secret: string, ts: number, body: string) =>

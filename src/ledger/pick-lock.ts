@@ -1,0 +1,46 @@
+import { type LedgerContext, type Queryable, statement } from "./context.js";
+import { type CountedKey, entityFree, type PickedEvent } from "./pick.js";
+
+// Under the row lock, each event must still be the attempt this worker counted: another worker may have counted a
+// later one meanwhile (this one stalled past the back-off), and then only that one may run it. No SKIP LOCKED:
+// another worker's count can hold a row for an instant (it locks, then finds the new back-off in the future), so
+// this waits. The entity lock is taken next to the row lock; a row whose entity another transaction holds is
+// locked all the same, so the batch can give it back. Rows are locked, and returned, in the count's order (oldest
+// due first), as if the events ran one after another: events of one entity in one batch meet the version guard as
+// they would in turn, and the guard makes the entity's final state the same in any order.
+const lockSql = statement(
+  "pick-lock",
+  (
+    s,
+  ) => `select e.source, e.dedupe_key, e.event_type, e.payload, e.received_at, e.seq, e.occurred_at, e.attempts,
+  e.entity_type, e.entity_id, e.entity_version, e.arrived_via,
+  e.entity_type is null or e.entity_id is null or ${entityFree(s)} as entity_free
+from unnest($1::text[], $2::text[], $3::int[]) with ordinality as k (source, dedupe_key, attempts, n)
+join ${s}.events e on e.source = k.source and e.dedupe_key = k.dedupe_key and e.attempts = k.attempts
+where e.attempt_started_at is not null and e.status in ('pending', 'failed')
+order by k.n
+for update of e`,
+);
+
+/** A counted event under its row lock; `entity_free` is false when another transaction holds its entity. */
+export type LockedEvent = PickedEvent & { readonly entity_free: boolean };
+
+/**
+ * Locks counted events, and their entities, for the calling transaction. An event missing from the result moved
+ * on (another worker counted a newer attempt); one with `entity_free` false must be given back and wait its turn.
+ *
+ * @returns the locked events, in the order of `keys`.
+ * @example
+ * const locked = await lockAttempts(tx, ledger, counted);
+ */
+export async function lockAttempts(
+  tx: Queryable,
+  ledger: LedgerContext,
+  keys: readonly Pick<CountedKey, "source" | "dedupe_key" | "attempts">[],
+): Promise<LockedEvent[]> {
+  const result = await tx.query<LockedEvent>({
+    ...lockSql(ledger),
+    values: [keys.map((k) => k.source), keys.map((k) => k.dedupe_key), keys.map((k) => k.attempts)],
+  });
+  return result.rows;
+}

@@ -1,0 +1,202 @@
+import assert from "node:assert/strict";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { after, before, test } from "node:test";
+import { createPool, Handlers, silentLogger, startWorker } from "hookledger";
+import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
+import { claimTestEvent } from "../helpers/events.js";
+
+// docs/architecture.md §6: a worker killed mid-batch applies nothing twice and leaves nothing stuck; attempts are
+// counted durably, so an event that kills its process in every batch goes dead and its neighbours still settle.
+
+const FIXTURE = fileURLToPath(new URL("../fixtures/worker-process.ts", import.meta.url));
+
+let t: TestLedger;
+const children: ChildProcessWithoutNullStreams[] = [];
+
+before(async () => {
+  t = await freshLedger();
+  // xid: the transaction that wrote the row, so the test can tell which events ran in one batch.
+  await t.pool.query(`create table "${t.schema}".applied (event_id text not null, worker text not null,
+    xid text not null default pg_current_xact_id()::text)`);
+});
+
+after(async () => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await t.drop();
+});
+
+/** Spawns the worker fixture (one slot, batches of up to 50) whose handler hangs or exits on `only`. */
+function spawnWorker(mode: "hang" | "exit", only: string, maxAttempts?: number) {
+  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE], {
+    env: {
+      ...process.env,
+      HOOKLEDGER_TEST_DATABASE_URL: t.url,
+      FIXTURE_SCHEMA: t.schema,
+      FIXTURE_MODE: mode,
+      FIXTURE_ONLY: only,
+      // The whole backlog in one batch, however slow the machine.
+      FIXTURE_BATCH_BUDGET_MS: "60000",
+      ...(maxAttempts !== undefined && { FIXTURE_MAX_ATTEMPTS: String(maxAttempts) }),
+    },
+  });
+  children.push(child);
+  let out = "";
+  child.stdout.on("data", (d) => {
+    out += d;
+  });
+  child.stderr.on("data", (d) => {
+    out += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    exited,
+    output: () => out,
+    inHandler: (id: string) =>
+      waitFor(
+        `"in-handler ${id}" from the worker process`,
+        async () => {
+          if (child.exitCode !== null) throw new Error(`the worker process exited early:\n${out}`);
+          return out.includes(`in-handler ${id}\n`);
+        },
+        60_000,
+      ),
+  };
+}
+
+async function claim(prefix: string, count: number): Promise<string[]> {
+  const ids = Array.from({ length: count }, (_, i) => `${prefix}_${String(i).padStart(2, "0")}`);
+  for (const id of ids) await claimTestEvent(t.pool, t.ledger, { source: "kill", id });
+  return ids;
+}
+
+interface Row {
+  dedupe_key: string;
+  status: string;
+  outcome: string | null;
+  attempts: number;
+  last_error: string | null;
+  settled_at: Date | null;
+}
+
+async function rows(prefix: string): Promise<Row[]> {
+  const { rows } = await t.pool.query<Row>(
+    `select dedupe_key, status, outcome, attempts, last_error, settled_at from ${t.ledger.s}.events
+     where dedupe_key like $1 order by dedupe_key`,
+    [`${prefix}\\_%`],
+  );
+  return rows;
+}
+
+async function writes(prefix: string): Promise<Map<string, string[]>> {
+  const { rows } = await t.pool.query<{ event_id: string; worker: string }>(
+    `select event_id, worker from "${t.schema}".applied where event_id like $1 order by 1, 2`,
+    [`${prefix}\\_%`],
+  );
+  const byEvent = new Map<string, string[]>();
+  for (const r of rows) byEvent.set(r.event_id, [...(byEvent.get(r.event_id) ?? []), r.worker]);
+  return byEvent;
+}
+
+test("a worker process killed with SIGKILL mid-batch: the batch rolls back, every event settles within 60 s, each applied once", async () => {
+  const ids = await claim("mid", 20);
+  // The first nine events of the batch have run and written when the tenth hangs.
+  const child = spawnWorker("hang", "mid_09");
+  await child.inHandler("mid_09");
+  for (const id of ids.slice(0, 9)) assert.ok(child.output().includes(`in-handler ${id}\n`), id);
+  child.child.kill("SIGKILL");
+  assert.deepEqual(await child.exited, { code: null, signal: "SIGKILL" });
+  const killedAt = Date.now();
+  // Every attempt of the batch was counted before its handlers ran; nothing of it was committed.
+  for (const row of await rows("mid")) assert.deepEqual([row.status, row.attempts], ["pending", 1]);
+  assert.deepEqual(await writes("mid"), new Map());
+
+  const pool = createPool({ connectionString: t.url, role: "work", max: 3 });
+  const worker = startWorker({
+    pool,
+    connectionString: t.url,
+    ledger: t.ledger,
+    handlers: new Handlers().on("kill", "*", async (ctx) => {
+      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'survivor')`, [
+        ctx.event.id,
+      ]);
+    }),
+    log: silentLogger(),
+    concurrency: 2,
+    pollIntervalMs: 100,
+  });
+  try {
+    await waitFor(
+      "the killed batch's events settled",
+      async () => (await rows("mid")).every((r) => r.status === "settled"),
+      60_000,
+    );
+    assert.ok(Date.now() - killedAt < 60_000);
+  } finally {
+    await worker.stop(10_000);
+    await pool.end();
+  }
+  const settled = await rows("mid");
+  for (const row of settled) assert.deepEqual([row.outcome, row.attempts], ["applied", 2], row.dedupe_key);
+  // Their last attempt ended unrecorded, so each ran alone: twenty batches, twenty transactions.
+  const { rows: xids } = await t.pool.query(
+    `select count(distinct xid)::int as n from "${t.schema}".applied where event_id like 'mid\\_%'`,
+  );
+  assert.deepEqual(xids, [{ n: 20 }]);
+  assert.deepEqual(await writes("mid"), new Map(ids.map((id) => [id, ["survivor"]])));
+});
+
+// docs/architecture.md "Batches": an event whose attempt ended unrecorded runs alone, so a poison event that ends its
+// process spends its own attempts, not its neighbours'.
+test("an event whose handler exits its process in a batch of 12: it goes dead after maxAttempts, the 11 others settle, each applied once", async () => {
+  const ids = await claim("poison", 12);
+  const poison = "poison_04";
+  const maxAttempts = 3;
+  let poisonRuns = 0;
+  let spawned = 0;
+  const done = async () => {
+    const all = await rows("poison");
+    return all.every((r) => (r.dedupe_key === poison ? r.status === "dead" : r.status === "settled"));
+  };
+  while (!(await done())) {
+    assert.ok(
+      spawned++ < 10,
+      `still not done after ${spawned} worker processes: ${JSON.stringify(await rows("poison"))}`,
+    );
+    const child = spawnWorker("exit", poison, maxAttempts);
+    const ended = await Promise.race([
+      child.exited.then(() => "exited" as const),
+      waitFor("the poison dead and the others settled", done, 60_000).then(() => "done" as const),
+    ]);
+    if (ended === "done") {
+      child.child.kill("SIGTERM");
+      await child.exited;
+    } else assert.deepEqual(await child.exited, { code: 3, signal: null });
+    poisonRuns += child
+      .output()
+      .split("\n")
+      .filter((l) => l === `in-handler ${poison}`).length;
+  }
+
+  const all = await rows("poison");
+  const dead = all.find((r) => r.dedupe_key === poison);
+  assert.deepEqual([dead?.status, dead?.attempts], ["dead", maxAttempts]);
+  assert.match(dead?.last_error ?? "", /attempt 3 ended without an outcome/);
+  assert.equal(poisonRuns, maxAttempts, "the poison's handler ran once per attempt");
+  const others = all.filter((r) => r.dedupe_key !== poison);
+  for (const row of others) {
+    assert.equal(row.outcome, "applied", row.dedupe_key);
+    // Counted in the first batch, which the poison ended; then run alone, apart from the poison's later crashes.
+    assert.equal(row.attempts, 2, row.dedupe_key);
+  }
+  const applied = await writes("poison");
+  assert.deepEqual(
+    [...applied.keys()],
+    ids.filter((id) => id !== poison),
+  );
+  for (const [id, by] of applied) assert.deepEqual(by, ["child"], id);
+});
