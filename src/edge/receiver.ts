@@ -8,6 +8,7 @@ import type { Logger } from "../log.js";
 import type { HeaderBag, Provider } from "../providers/types.js";
 import { admitDelivery } from "./admit.js";
 import { withDeadline } from "./deadline.js";
+import { type DuplicateLog, duplicateLog } from "./duplicate-log.js";
 import { clientKey, type FailureLimitOptions, failureLimiter } from "./failure-limit.js";
 import { keptHeaders } from "./headers.js";
 import type { EdgeObserver, SeenCache } from "./observer.js";
@@ -66,6 +67,12 @@ export interface ReceiverOptions {
    * @defaultValue false
    */
   readonly trustProxy?: boolean;
+  /**
+   * Duplicates are logged at debug, each source's count at info once per this window (docs/architecture.md,
+   * "Duplicates are logged at debug, summed up at info").
+   * @defaultValue 60_000
+   */
+  readonly duplicateSummaryMs?: number;
 }
 
 /** One delivery, framework-neutral. */
@@ -117,6 +124,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     maxWaitMs: deadlineMs,
   });
   const limiter = options.failureLimit === false ? undefined : failureLimiter(options.failureLimit);
+  const duplicates = duplicateLog(log, options.duplicateSummaryMs);
 
   const overLimit = (delivery: Delivery): number | undefined => {
     const key = clientKey(delivery.clientAddress, delivery.headers, options.trustProxy === true);
@@ -159,7 +167,12 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           shortCircuit: true,
           eventId: event.dedupeKey,
         });
-        log.info({ ...fields, result: "duplicate", shortCircuit: true }, "delivery received");
+        duplicates.duplicate({
+          source: source.name,
+          eventId: event.dedupeKey,
+          type: event.type,
+          shortCircuit: true,
+        });
         return event.acknowledge ?? answerJson(200, { status: "duplicate", id: event.dedupeKey });
       }
       const claimStarted = performance.now();
@@ -193,16 +206,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
             "duplicate delivery with a different body than the first",
           );
         }
-        log.info(
-          {
-            ...fields,
-            eventId: result.id,
-            result: result.status,
-            secretIndex: admitted.secretIndex,
-            durationMs: Math.round(performance.now() - started),
-          },
-          "delivery received",
-        );
+        logClaimed(log, duplicates, fields, result, admitted.secretIndex, started);
         return event.acknowledge ?? answerJson(200, { status: result.status, id: result.id });
       } catch (error) {
         observer.delivery({ source: source.name, result: "unavailable" });
@@ -211,6 +215,37 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       }
     },
   };
+}
+
+// One info line per accepted event (the record that it arrived); duplicates go to the duplicate log.
+function logClaimed(
+  log: Logger,
+  duplicates: DuplicateLog,
+  fields: { readonly source: string; readonly type: string },
+  result: { readonly status: "accepted" | "duplicate"; readonly id: string },
+  secretIndex: number | null,
+  started: number,
+): void {
+  if (result.status === "duplicate") {
+    duplicates.duplicate({
+      source: fields.source,
+      eventId: result.id,
+      type: fields.type,
+      shortCircuit: false,
+    });
+    return;
+  }
+  log.info(
+    {
+      source: fields.source,
+      eventId: result.id,
+      type: fields.type,
+      result: "accepted",
+      secretIndex,
+      durationMs: Math.round(performance.now() - started),
+    },
+    "delivery received",
+  );
 }
 
 function tooManyFailures(retryAfterSeconds: number): Answer {

@@ -4,6 +4,7 @@ import {
   type HmacAlgorithm,
   hmac,
   matchSecret,
+  secretKeys,
   numberField,
   parseJsonObject,
   parseUnixSeconds,
@@ -92,6 +93,7 @@ export interface AwardeeOptions {
  * if (result.ok) console.log(result.event.entity); // { type: "awardee", id: "aw_1", version: 1767225600000 }
  */
 export function awardeeProvider(options: AwardeeOptions = {}): Provider {
+  const keyOf = secretKeys();
   const signatureHeader = options.signatureHeader ?? "x-awardee-signature";
   const algorithm = options.algorithm ?? "sha256";
   const decode = options.encoding === "base64" ? fromBase64 : fromHex;
@@ -113,7 +115,7 @@ export function awardeeProvider(options: AwardeeOptions = {}): Provider {
       const signature = header.startsWith(prefix) ? decode(header.slice(prefix.length)) : null;
       if (!signature) return { ok: false, reason: "signature_malformed" };
       const secretIndex = matchSecret(input.secrets, [signature], (secret) =>
-        hmac(algorithm, secret, signed),
+        hmac(algorithm, keyOf(secret), signed),
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       if (t !== null && !withinWindow(t, input.now, tolerance))

@@ -6,6 +6,7 @@ import {
   fromHex,
   hmac,
   matchSecret,
+  secretKeys,
   numberField,
   parseJsonObject,
   parseUnixSeconds,
@@ -32,6 +33,7 @@ export type { GenericOptions } from "./generic-options.js";
  * const result = provider.verify({ body, headers, secrets: [process.env.ACME_WEBHOOK_SECRET!], now: Date.now() });
  */
 export function genericProvider(options: GenericOptions): Provider {
+  const keyOf = secretKeys();
   const problems = genericOptionProblems("generic", options);
   if (problems.length > 0) throw new TypeError(`invalid generic provider options:\n${problems.join("\n")}`);
   const template =
@@ -60,7 +62,7 @@ export function genericProvider(options: GenericOptions): Provider {
       // A header the template names is part of the signed string: without it nothing can be verified.
       if (!signed) return { ok: false, reason: "signature_malformed" };
       const secretIndex = matchSecret(input.secrets, [signature], (secret) =>
-        hmac(options.algorithm, secret, signed),
+        hmac(options.algorithm, keyOf(secret), signed),
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       if (t !== null && !withinWindow(t, input.now, tolerance))

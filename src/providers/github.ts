@@ -1,4 +1,4 @@
-import { fromHex, hmac, matchSecret, parseJsonObject, stringField } from "./hmac.js";
+import { fromHex, hmac, matchSecret, parseJsonObject, secretKeys, stringField } from "./hmac.js";
 import type { Provider, VerifyInput, VerifyResult } from "./types.js";
 
 const PREFIX = "sha256=";
@@ -16,6 +16,7 @@ const PREFIX = "sha256=";
  * if (result.ok) console.log(result.event.type); // "pull_request.opened"
  */
 export function githubProvider(): Provider {
+  const keyOf = secretKeys();
   return {
     name: "github",
     verify(input: VerifyInput): VerifyResult {
@@ -24,7 +25,7 @@ export function githubProvider(): Provider {
       const signature = header.startsWith(PREFIX) ? fromHex(header.slice(PREFIX.length)) : null;
       if (!signature) return { ok: false, reason: "signature_malformed" };
       const secretIndex = matchSecret(input.secrets, [signature], (secret) =>
-        hmac("sha256", secret, [input.body]),
+        hmac("sha256", keyOf(secret), [input.body]),
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       return parseGithubEvent(input, secretIndex);

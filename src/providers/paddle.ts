@@ -2,6 +2,7 @@ import {
   fromHex,
   hmac,
   matchSecret,
+  secretKeys,
   parseJsonObject,
   parseUnixSeconds,
   stringField,
@@ -36,6 +37,7 @@ export interface PaddleOptions {
  * if (result.ok && "event" in result) console.log(result.event.dedupeKey); // "evt_01hv8x2acma2gz3he1k1ajddzt"
  */
 export function paddleProvider(options: PaddleOptions = {}): Provider {
+  const keyOf = secretKeys();
   const tolerance = options.toleranceSeconds ?? 5;
   return {
     name: "paddle",
@@ -61,7 +63,7 @@ export function paddleProvider(options: PaddleOptions = {}): Provider {
       if (t === null) return { ok: false, reason: "timestamp_missing" };
       if (signatures.length === 0) return { ok: false, reason: "signature_malformed" };
       const secretIndex = matchSecret(input.secrets, signatures, (secret) =>
-        hmac("sha256", secret, [`${timestamp}:`, input.body]),
+        hmac("sha256", keyOf(secret), [`${timestamp}:`, input.body]),
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       if (!withinWindow(t, input.now, tolerance)) return { ok: false, reason: "timestamp_outside_window" };

@@ -1,4 +1,12 @@
-import { fromBase64, hmac, matchSecret, numberField, parseJsonObject, stringField } from "./hmac.js";
+import {
+  fromBase64,
+  hmac,
+  matchSecret,
+  numberField,
+  parseJsonObject,
+  secretKeys,
+  stringField,
+} from "./hmac.js";
 import type { EntityRef, HeaderBag, Provider, VerifyInput, VerifyResult } from "./types.js";
 
 /**
@@ -18,6 +26,7 @@ import type { EntityRef, HeaderBag, Provider, VerifyInput, VerifyResult } from "
  * if (result.ok && "event" in result) console.log(result.event.entity); // { type: "orders", id: "820982911946154508", version: 1735725600000 }
  */
 export function shopifyProvider(): Provider {
+  const keyOf = secretKeys();
   return {
     name: "shopify",
     verify(input: VerifyInput): VerifyResult {
@@ -26,7 +35,7 @@ export function shopifyProvider(): Provider {
       const signature = fromBase64(header.trim());
       if (!signature) return { ok: false, reason: "signature_malformed" };
       const secretIndex = matchSecret(input.secrets, [signature], (secret) =>
-        hmac("sha256", secret, [input.body]),
+        hmac("sha256", keyOf(secret), [input.body]),
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       return parseShopifyEvent(input, secretIndex);

@@ -3,6 +3,7 @@ import {
   fromHex,
   hmac,
   matchSecret,
+  secretKeys,
   numberField,
   parseUnixSeconds,
   stringField,
@@ -51,6 +52,7 @@ type Parsed = { ok: true; value: ParsedEvent } | Failure;
  * if (result.ok && "reply" in result) return result.reply; // url_verification: the challenge
  */
 export function slackProvider(options: SlackOptions = {}): Provider {
+  const keyOf = secretKeys();
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     name: "slack",
@@ -63,7 +65,7 @@ export function slackProvider(options: SlackOptions = {}): Provider {
       const signature = header.startsWith(PREFIX) ? fromHex(header.slice(PREFIX.length)) : null;
       if (!signature) return { ok: false, reason: "signature_malformed" };
       const secretIndex = matchSecret(input.secrets, [signature], (secret) =>
-        hmac("sha256", secret, [`v0:${timestamp}:`, input.body]),
+        hmac("sha256", keyOf(secret), [`v0:${timestamp}:`, input.body]),
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       if (!withinWindow(t, input.now, tolerance)) return { ok: false, reason: "timestamp_outside_window" };

@@ -2,6 +2,7 @@ import {
   fromBase64,
   hmac,
   matchSecret,
+  secretKeys,
   parseJsonObject,
   parseUnixSeconds,
   stringField,
@@ -48,6 +49,7 @@ export function standardSecretKey(secret: string): Buffer | null {
  * if (result.ok) console.log(result.event.dedupeKey); // "msg_p5jXN8AQM9LWM0D4loKWxJek"
  */
 export function standardProvider(options: StandardOptions = {}): Provider {
+  const keyOf = secretKeys(standardSecretKey);
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     name: "standard",
@@ -71,7 +73,7 @@ export function standardProvider(options: StandardOptions = {}): Provider {
       if (signatures.length === 0) return { ok: false, reason: "signature_malformed" };
       // An undecodable secret yields an empty MAC, which cannot equal any of the 32-byte candidates kept above.
       const secretIndex = matchSecret(input.secrets, signatures, (secret) => {
-        const key = standardSecretKey(secret);
+        const key = keyOf(secret);
         return key ? hmac("sha256", key, [`${id}.${timestamp}.`, input.body]) : Buffer.alloc(0);
       });
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };

@@ -2,6 +2,7 @@ import {
   fromHex,
   hmac,
   matchSecret,
+  secretKeys,
   numberField,
   parseJsonObject,
   parseUnixSeconds,
@@ -29,6 +30,7 @@ export interface StripeOptions {
  * const result = provider.verify({ body, headers, secrets: [process.env.STRIPE_WEBHOOK_SECRET!], now: Date.now() });
  */
 export function stripeProvider(options: StripeOptions = {}): Provider {
+  const keyOf = secretKeys();
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     name: "stripe",
@@ -50,7 +52,7 @@ export function stripeProvider(options: StripeOptions = {}): Provider {
       if (t === null) return { ok: false, reason: "timestamp_missing" };
       if (signatures.length === 0) return { ok: false, reason: "signature_malformed" };
       const secretIndex = matchSecret(input.secrets, signatures, (secret) =>
-        hmac("sha256", secret, [`${timestamp}.`, input.body]),
+        hmac("sha256", keyOf(secret), [`${timestamp}.`, input.body]),
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       if (!withinWindow(t, input.now, tolerance)) return { ok: false, reason: "timestamp_outside_window" };

@@ -1,13 +1,15 @@
 // docs/architecture.md §4 through the node:http adapter: every refusal (401, 400, 404, 405, 413, 415), each leaving no row.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { freshLedger, type TestLedger } from "../helpers/db.js";
+import { createLogger, createReceiver, stripeProvider } from "hookledger";
+import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import {
   ledgerCounts,
   NOW_S,
   open,
   type Reply,
   STRIPE_CAP,
+  STRIPE_SECRETS,
   send,
   serve,
   stripeBody,
@@ -193,6 +195,50 @@ test("POST chunked at exactly the 4096-byte cap → 200 accepted; one byte more 
     duplicates: 0,
   });
   assert.deepEqual(await ledgerCounts(t.pool, t.ledger, "evt_over_cap"), { events: 0, duplicates: 0 });
+});
+
+test("a sender that goes away mid-body → logged with the source, no row; the server answers the next delivery", async () => {
+  const lines: string[] = [];
+  const log = createLogger({
+    level: "info",
+    format: "json",
+    destination: { write: (l: string) => lines.push(l) },
+  });
+  const own = await serve(
+    createReceiver({
+      sources: [
+        { name: "stripe", provider: stripeProvider(), secrets: STRIPE_SECRETS, maxBodyBytes: STRIPE_CAP },
+      ],
+      db: t.newPool("ingest"),
+      ledger: t.ledger,
+      log,
+      now: () => NOW_S * 1000,
+    }),
+  );
+  try {
+    const url = `${own.url}/webhooks/stripe`;
+    const payload = stripeBody("evt_gone_mid_body");
+    const { req, reply } = open(url, {
+      headers: { ...stripeHeaders(payload), "content-length": Buffer.byteLength(payload) },
+    });
+    reply.catch(() => {}); // the client itself ends the exchange
+    req.write(payload.slice(0, 100));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    req.destroy();
+    await waitFor("the log line", async () =>
+      lines.some((l) => l.includes("request body could not be read")),
+    );
+    const line = JSON.parse(lines.find((l) => l.includes("request body could not be read")) ?? "{}");
+    assert.equal(line.source, "stripe");
+    assert.equal(line.level, 40);
+    assert.deepEqual(await ledgerCounts(t.pool, t.ledger, "evt_gone_mid_body"), { events: 0, duplicates: 0 });
+    const next = stripeBody("evt_after_gone");
+    const answer = await send(url, { headers: stripeHeaders(next), body: next });
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.headers["content-length"], String(Buffer.byteLength(answer.text)));
+  } finally {
+    await own.close();
+  }
 });
 
 test("POST with Content-Encoding gzip → 415, no row; Content-Encoding identity → 200 accepted", async () => {

@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import { type BodyRead, type CappedBody, joined } from "../../edge/body.js";
 import {
   type BodyParserHost,
   type BodyState,
@@ -19,18 +20,22 @@ import type { HeaderBag } from "../../providers/types.js";
  * const headers = nodeHeaders(req); headers.get("stripe-signature");
  */
 export function nodeHeaders(req: IncomingMessage): HeaderBag {
-  return {
-    get(name) {
-      const value = req.headers[name.toLowerCase()];
-      if (value === undefined) return null;
-      return Array.isArray(value) ? value.join(", ") : value;
-    },
-    forEach(callback) {
-      for (const [name, value] of Object.entries(req.headers)) {
-        if (value !== undefined) callback(Array.isArray(value) ? value.join(", ") : value, name);
-      }
-    },
-  };
+  return new NodeHeaderBag(req.headers);
+}
+
+// A class rather than an object of closures: one small allocation per request, methods shared.
+class NodeHeaderBag implements HeaderBag {
+  constructor(private readonly headers: IncomingHttpHeaders) {}
+  get(name: string): string | null {
+    const value = this.headers[name.toLowerCase()];
+    if (value === undefined) return null;
+    return Array.isArray(value) ? value.join(", ") : value;
+  }
+  forEach(callback: (value: string, name: string) => void): void {
+    for (const [name, value] of Object.entries(this.headers)) {
+      if (value !== undefined) callback(Array.isArray(value) ? value.join(", ") : value, name);
+    }
+  }
 }
 
 /**
@@ -56,19 +61,66 @@ function describe(body: unknown): string {
 }
 
 /**
- * The body's chunks: the bytes a raw parser kept, else the request stream. Without destroyOnReturn an early stop
- * (413) leaves the socket alive to carry the answer; {@link writeAnswer}'s `connection: close` then ends it instead
- * of reading the rest.
+ * The body's chunks: the bytes a raw parser kept, else the request stream. The edge reads it whole through
+ * `readCapped` (listeners on the stream, no promise per chunk); iterating it instead (to record the chunks) reads
+ * the stream's async iterator. Without destroyOnReturn an early stop (413) leaves the socket alive to carry the
+ * answer; {@link writeAnswer}'s `connection: close` then ends it instead of reading the rest.
  *
  * @example
  * await receiver.receive({ method: req.method ?? "GET", source, headers: nodeHeaders(req), body: nodeBody(req, state) });
  */
-export function nodeBody(req: IncomingMessage, state: BodyState): AsyncIterable<Uint8Array> {
-  return state.kind === "raw" ? onceChunk(state.bytes) : req.iterator({ destroyOnReturn: false });
+export function nodeBody(req: IncomingMessage, state: BodyState): AsyncIterable<Uint8Array> & CappedBody {
+  return state.kind === "raw" ? new KeptBody(state.bytes) : new RequestBody(req);
 }
 
-async function* onceChunk(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
-  yield bytes;
+class KeptBody implements AsyncIterable<Uint8Array>, CappedBody {
+  constructor(private readonly bytes: Uint8Array) {}
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    yield this.bytes;
+  }
+  readCapped(maxBytes: number): Promise<BodyRead> {
+    return Promise.resolve(
+      this.bytes.byteLength > maxBytes ? { ok: false } : { ok: true, bytes: this.bytes },
+    );
+  }
+}
+
+class RequestBody implements AsyncIterable<Uint8Array>, CappedBody {
+  constructor(private readonly req: IncomingMessage) {}
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return this.req.iterator({ destroyOnReturn: false });
+  }
+  readCapped(maxBytes: number): Promise<BodyRead> {
+    const { req } = this;
+    return new Promise((resolve, reject) => {
+      const parts: Buffer[] = [];
+      let total = 0;
+      const onData = (chunk: Buffer) => {
+        total += chunk.byteLength;
+        if (total <= maxBytes) {
+          parts.push(chunk);
+          return;
+        }
+        stop();
+        // Nothing more is read; the answer goes out with `connection: close`.
+        req.pause();
+        resolve({ ok: false });
+      };
+      const onEnd = () => {
+        stop();
+        resolve({ ok: true, bytes: joined(parts, total) });
+      };
+      const onError = (error: Error) => {
+        stop();
+        reject(error);
+      };
+      const onClose = () => onError(new Error("the request closed before its body ended"));
+      const stop = () => {
+        req.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
+      };
+      req.on("data", onData).on("end", onEnd).on("error", onError).on("close", onClose);
+    });
+  }
 }
 
 /**
@@ -80,7 +132,11 @@ async function* onceChunk(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
  */
 export function writeAnswer(req: IncomingMessage, res: ServerResponse, answer: Answer): void {
   if (res.headersSent) return;
-  const headers: Record<string, string> = { ...answer.headers };
+  // With its length known, node sends head and body in one write instead of chunked framing.
+  const headers: Record<string, string> = {
+    ...answer.headers,
+    "content-length": String(Buffer.byteLength(answer.body)),
+  };
   if (!req.complete) headers.connection = "close";
   res.writeHead(answer.status, headers).end(answer.body);
 }

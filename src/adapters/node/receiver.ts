@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Answer, answerError } from "../../errors.js";
 import type { Receiver } from "../../edge/receiver.js";
 import { receiveNode, writeAnswer } from "./io.js";
-import { routeFromPath } from "../../edge/route.js";
+import { pathOf, type Route, routeMatcher } from "../../edge/route.js";
 
 /** Options of {@link createNodeHandler}. */
 export interface NodeHandlerOptions {
@@ -27,10 +27,9 @@ export interface NodeHandlerOptions {
  * http.createServer(createNodeHandler(receiver)).listen(3000);
  */
 export function createNodeHandler(receiver: Receiver, options: NodeHandlerOptions = {}) {
-  const basePath = options.basePath ?? "/webhooks";
-  const replayPath = options.replayPath ?? "/replay";
+  const routeOf = routeMatcher(options.basePath ?? "/webhooks", options.replayPath ?? "/replay");
   return (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const route = routeFromPath((req.url ?? "/").split("?")[0] ?? "/", basePath, replayPath);
+    const route = routeOf(pathOf(req.url));
     return answerFor(receiver, req, route).then(
       (answer) => writeAnswer(req, res, answer),
       (error: Error) => {
@@ -41,11 +40,7 @@ export function createNodeHandler(receiver: Receiver, options: NodeHandlerOption
   };
 }
 
-function answerFor(
-  receiver: Receiver,
-  req: IncomingMessage,
-  route: ReturnType<typeof routeFromPath>,
-): Promise<Answer> {
+function answerFor(receiver: Receiver, req: IncomingMessage, route: Route): Promise<Answer> {
   if (route === undefined) return Promise.resolve(answerError("not_found"));
   // A framework (Next.js pages API, Connect) may have parsed the body before this handler ran.
   return receiveNode(receiver, receiver.log, "node", req, route.source, route.viaReplay);
