@@ -63,7 +63,9 @@ async function withWorkers(
 }
 
 async function claimAll(ids: string[], input: (id: string) => Parameters<typeof claimTestEvent>[2]) {
-  const ingest = createPool({ connectionString: t.url, role: "ingest", max: 8 });
+  // Setup, not the claim under test: 100 claims queue for 8 connections, longer than the ingest role's 1 s
+  // connect timeout on a busy machine.
+  const ingest = createPool({ connectionString: t.url, role: "ingest", max: 8, connectTimeoutMs: 30_000 });
   try {
     for (let i = 0; i < ids.length; i += 100) {
       const results = await Promise.all(
