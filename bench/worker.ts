@@ -97,10 +97,11 @@ async function run(index: number): Promise<void> {
   }
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  // The work pool's backends were opened by this run (their start-up is a few ms of the total).
-  const { rows: backends } = await admin.query<{ pid: number }>(
-    `select pid from pg_stat_activity where application_name = 'hookledger-work'`,
-  );
+  // This pool's backends (other processes on the server may use the same application_name): every connection the
+  // pool holds, checked out at once now that the worker is idle; a backend opened only now used no CPU to speak of.
+  const clients = await Promise.all(Array.from({ length: (concurrency ?? 4) + 1 }, () => pool.connect()));
+  const backends = clients.map((c) => ({ pid: (c as unknown as { processID: number }).processID }));
+  for (const c of clients) c.release();
   const backendCpu = cpuOf(backends.map((r) => r.pid));
   await worker.stop(10_000);
   await pool.end();

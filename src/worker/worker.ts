@@ -62,7 +62,8 @@ export interface Worker {
   /**
    * Stops picking new events and waits for the running batches, which start no new event and give the rest back;
    * after `graceMs` the rest are abandoned: their handlers' later queries are refused, their transactions roll back
-   * and the events are picked again by another worker. Resolves once every slot has ended (or 5 s after abandoning, should one hang on a dead connection).
+   * and the events are picked again by another worker. Resolves once every slot has ended (or 5 s after
+   * abandoning, should one hang on a dead connection).
    */
   stop(graceMs?: number): Promise<void>;
 }
@@ -83,6 +84,8 @@ export function startWorker(options: WorkerOptions): Worker {
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH) {
     throw new RangeError(`batchSize must be an integer from 1 to ${MAX_BATCH}, got ${batchSize}`);
   }
+  const batchBudgetMs = options.batchBudgetMs ?? 1000;
+  if (!(batchBudgetMs >= 0)) throw new RangeError(`batchBudgetMs must be 0 or more, got ${batchBudgetMs}`);
   const waker = listenForClaims({
     connectionString: options.connectionString,
     channel: options.ledger.channel,
@@ -93,7 +96,7 @@ export function startWorker(options: WorkerOptions): Worker {
   const deps = {
     signal: abandon.signal,
     stopping: () => stopping,
-    batchBudgetMs: options.batchBudgetMs ?? 1000,
+    batchBudgetMs,
     pool: options.pool,
     ledger: options.ledger,
     handlers: options.handlers,
