@@ -16,7 +16,7 @@ export interface LayeredSeenCache extends SeenCache {
 
 /**
  * Layers caches, fastest first (memory, then Redis): `get` asks each in turn and copies a hit into the layers
- * before it; `add` records in all. A layer that fails is skipped; if none knew the id and one failed, `get`
+ * before it; `peek` is the first layer's, when it has one; `add` records in all. A layer that fails is skipped; if none knew the id and one failed, `get`
  * rethrows its error, which the receiver logs and treats as a miss (Postgres answers).
  *
  * @example
@@ -41,8 +41,12 @@ export function layeredSeenCache(...layers: readonly SeenCache[]): LayeredSeenCa
     if (failure !== undefined) throw failure;
     return undefined;
   };
+  // Only the first layer is asked: a later layer's hit must also be copied forward, which `get` does.
+  const first = layers[0];
+  const peek = first?.peek?.bind(first);
   return {
     get,
+    ...(peek && { peek }),
     has: async (source, dedupeKey) => (await get(source, dedupeKey)) !== undefined,
     add(source, dedupeKey, bodySha256) {
       for (const layer of layers) addQuietly(layer, source, dedupeKey, bodySha256);

@@ -21,7 +21,7 @@ export interface MemorySeenCacheOptions {
  * const seen: MemorySeenCache = memorySeenCache();
  * seen.size; // ids held now
  */
-export interface MemorySeenCache extends SeenCache {
+export interface MemorySeenCache extends Required<SeenCache> {
   /** Ids held now. */
   readonly size: number;
   /** Whether the id is held (and marks it recently used). */
@@ -49,6 +49,9 @@ export function memorySeenCache(options: MemorySeenCacheOptions = {}): MemorySee
       return ids.size;
     },
     async get(source, dedupeKey) {
+      return cache.peek(source, dedupeKey);
+    },
+    peek(source, dedupeKey) {
       const key = keyOf(source, dedupeKey);
       const hash = ids.get(key);
       if (hash === undefined) return undefined;
@@ -57,7 +60,7 @@ export function memorySeenCache(options: MemorySeenCacheOptions = {}): MemorySee
       return hash;
     },
     async has(source, dedupeKey) {
-      return (await cache.get(source, dedupeKey)) !== undefined;
+      return cache.peek(source, dedupeKey) !== undefined;
     },
     add(source, dedupeKey, bodySha256) {
       const key = keyOf(source, dedupeKey);

@@ -4,6 +4,11 @@ import type { Logger } from "../log.js";
 export interface Flusher<V> {
   /** The pending entry for `key`, made by `create` when there is none. */
   entry(key: string, create: () => V): V;
+  /**
+   * How many batches have been taken for writing so far. An entry may be kept and counted into again while this
+   * has not changed; once it has, ask `entry` again (the one kept may already be written).
+   */
+  readonly batches: number;
   /** Writes now; one write at a time, so a slow one is never overtaken and `close()` waits for it. */
   flush(): Promise<void>;
   /** Stops the timer and writes what is left; a failure then is logged (the counts are lost), never thrown. */
@@ -27,10 +32,12 @@ export function countFlusher<V>(
 ): Flusher<V> {
   const { log, what } = options;
   let pending = new Map<string, V>();
+  let batches = 0;
   const writeBatch = async () => {
     if (pending.size === 0) return;
     const batch = pending;
     pending = new Map();
+    batches++;
     try {
       await write([...batch.values()]);
     } catch (error) {
@@ -54,6 +61,9 @@ export function countFlusher<V>(
   }, options.flushMs ?? 5000);
   timer.unref();
   return {
+    get batches() {
+      return batches;
+    },
     entry(key, create) {
       let value = pending.get(key);
       if (value === undefined) {

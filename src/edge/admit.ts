@@ -18,6 +18,8 @@ export type Admitted =
     }
   | { readonly ok: true; readonly bytes: Uint8Array; readonly secretIndex: number; readonly reply: Answer };
 
+const NO_OPTIONS = {};
+
 /** A delivery refused before anything touched the database. */
 export interface Refused {
   readonly ok: false;
@@ -42,14 +44,8 @@ export async function admitDelivery(
   delivery: Delivery,
   now: number,
   log: Logger,
-  options: { readonly replayToken?: string | undefined } = {},
+  options: { readonly replayToken?: string | undefined } = NO_OPTIONS,
 ): Promise<Admitted | Refused> {
-  const refuse = (result: DeliveryResult, answer: Answer, reason?: string): Refused => ({
-    ok: false,
-    answer,
-    result,
-    ...(reason !== undefined && { reason }),
-  });
   if (delivery.method !== "POST") return refuse("method_not_allowed", answerError("method_not_allowed"));
   const encoding = delivery.headers.get("content-encoding");
   if (encoding && encoding.trim().toLowerCase() !== "identity") {
@@ -92,6 +88,10 @@ export async function admitDelivery(
     return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, reply: verified.reply };
   const event = storable(source, verified.event, log);
   return { ok: true, bytes: read.bytes, secretIndex: verified.secretIndex, event };
+}
+
+function refuse(result: DeliveryResult, answer: Answer, reason?: string): Refused {
+  return { ok: false, answer, result, ...(reason !== undefined && { reason }) };
 }
 
 /**

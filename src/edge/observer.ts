@@ -56,10 +56,16 @@ export interface EdgeObserver {
  * @example
  * const seen: SeenCache = memorySeenCache({ max: 100_000 });
  * await seen.get("stripe", "evt_1"); // "9f86d0…" (hex sha256 of the stored body) or undefined
+ * seen.peek?.("stripe", "evt_1"); // the same, when the cache can answer at once
  */
 export interface SeenCache {
   /** The hex sha256 of the stored body of a committed event; `undefined` when the id is not known here. */
   get(source: string, dedupeKey: string): Promise<string | undefined>;
+  /**
+   * Optional: what a cache in this process's memory knows now, synchronously; `undefined` sends the receiver on to
+   * `get`. A cached duplicate then costs no promise. Caches that need I/O leave it out.
+   */
+  peek?(source: string, dedupeKey: string): string | undefined;
   /**
    * Records a committed event id with the hex sha256 of the body the ledger holds for it; failures are the
    * cache's own business (it never changes an answer).

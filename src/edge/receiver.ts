@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 import { claimFailureMessage } from "./claim-failure.js";
-import { type Answer, answerError, answerJson } from "../errors.js";
+import { type Answer, answerError } from "../errors.js";
 import { claimBatcher } from "../ledger/claim-batch.js";
 import type { LedgerContext, Queryable } from "../ledger/context.js";
 import { notifyThrottle } from "../ledger/notify.js";
@@ -125,6 +125,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   });
   const limiter = options.failureLimit === false ? undefined : failureLimiter(options.failureLimit);
   const duplicates = duplicateLog(log, options.duplicateSummaryMs);
+  const admitOptions = { replayToken: options.replayToken };
 
   const overLimit = (delivery: Delivery): number | undefined => {
     const key = clientKey(delivery.clientAddress, delivery.headers, options.trustProxy === true);
@@ -140,9 +141,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         observer.delivery({ source: delivery.source, result: "unknown_source" });
         return answerError("unknown_source");
       }
-      const admitted = await admitDelivery(source, delivery, now(), log, {
-        replayToken: options.replayToken,
-      });
+      const admitted = await admitDelivery(source, delivery, now(), log, admitOptions);
       if (!admitted.ok) {
         const retryAfter = admitted.result === "unauthorized" ? overLimit(delivery) : undefined;
         observer.delivery({
@@ -158,9 +157,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       }
       const { event } = admitted;
       const fields = { source: source.name, eventId: event.dedupeKey, type: event.type };
-      const bodySha256 = createHash("sha256").update(admitted.bytes).digest("hex");
+      const bodySha256 = sha256Hex(admitted.bytes);
       // A cached id with another body goes to Postgres, which counts and reports the mismatch.
-      if ((await cachedBodyHash(seen, source.name, event.dedupeKey, log)) === bodySha256) {
+      const lookup = cachedBodyHash(seen, source.name, event.dedupeKey, log);
+      if ((typeof lookup === "string" ? lookup : await lookup) === bodySha256) {
         observer.delivery({
           source: source.name,
           result: "duplicate",
@@ -173,7 +173,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           type: event.type,
           shortCircuit: true,
         });
-        return event.acknowledge ?? answerJson(200, { status: "duplicate", id: event.dedupeKey });
+        return event.acknowledge ?? claimAnswer("duplicate", event.dedupeKey);
       }
       const claimStarted = performance.now();
       try {
@@ -207,7 +207,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           );
         }
         logClaimed(log, duplicates, fields, result, admitted.secretIndex, started);
-        return event.acknowledge ?? answerJson(200, { status: result.status, id: result.id });
+        return event.acknowledge ?? claimAnswer(result.status, result.id);
       } catch (error) {
         observer.delivery({ source: source.name, result: "unavailable" });
         log.error({ ...fields, err: (error as Error).message }, claimFailureMessage(error, options.ledger));
@@ -248,23 +248,46 @@ function logClaimed(
   );
 }
 
+// The same bytes as answerJson(200, { status, id }), without serialising the object.
+function claimAnswer(status: "accepted" | "duplicate", id: string): Answer {
+  return { status: 200, headers: JSON_TYPE, body: `{"status":"${status}","id":${JSON.stringify(id)}}` };
+}
+
+const JSON_TYPE = { "content-type": "application/json; charset=utf-8" } as const;
+
+// crypto.hash (Node 20.12 and later) hashes in one call, without a Hash object per delivery.
+const sha256Hex: (bytes: Uint8Array) => string =
+  typeof crypto.hash === "function"
+    ? (bytes) => crypto.hash("sha256", bytes, "hex")
+    : (bytes) => crypto.createHash("sha256").update(bytes).digest("hex");
+
 function tooManyFailures(retryAfterSeconds: number): Answer {
   const answer = answerError("too_many_failures");
   return { ...answer, headers: { ...answer.headers, "retry-after": String(retryAfterSeconds) } };
 }
 
-async function cachedBodyHash(
+// The memory layer's answer at once when it has one (no promise per cached duplicate), else the cache's `get`.
+function cachedBodyHash(
   seen: SeenCache | undefined,
   source: string,
   key: string,
   log: Logger,
-): Promise<string | undefined> {
+): string | Promise<string | undefined> | undefined {
   if (!seen) return undefined;
   try {
-    return await seen.get(source, key);
+    const known = seen.peek?.(source, key);
+    if (known !== undefined) return known;
+    return seen.get(source, key).catch((error: unknown) => {
+      cacheFailed(log, source, key, error);
+      return undefined;
+    });
   } catch (error) {
-    // The cache only short-circuits answers Postgres already gave; when it fails, Postgres answers.
-    log.warn({ source, eventId: key, err: (error as Error).message }, "duplicate cache unavailable");
+    cacheFailed(log, source, key, error);
     return undefined;
   }
+}
+
+// The cache only short-circuits answers Postgres already gave; when it fails, Postgres answers.
+function cacheFailed(log: Logger, source: string, key: string, error: unknown): void {
+  log.warn({ source, eventId: key, err: (error as Error).message }, "duplicate cache unavailable");
 }

@@ -2,6 +2,7 @@ import type { Registry } from "prom-client";
 import { promClient } from "../deps.js";
 import type { EdgeObserver } from "../edge/observer.js";
 import type { AttemptReport } from "../worker/attempt.js";
+import { pendingCounts } from "./pending-counts.js";
 import { type BacklogOptions, backlogReader } from "./backlog.js";
 
 /**
@@ -83,17 +84,26 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     collectDefaultMetrics({ register: registry });
   }
   const registers = [registry];
-  const deliveries = new Counter({
+  // The edge's counts are handed to prom-client when read (see pendingCounts), not on every delivery.
+  const deliveries = pendingCounts(["source", "result"]);
+  new Counter({
     name: "hookledger_deliveries_total",
     help: "Webhook deliveries answered, by source and result (accepted, duplicate, unauthorized, ...).",
     labelNames: ["source", "result"] as const,
     registers,
+    collect() {
+      deliveries.drainInto(this);
+    },
   });
-  const verificationFailures = new Counter({
+  const verificationFailures = pendingCounts(["source", "reason"]);
+  new Counter({
     name: "hookledger_verification_failures_total",
     help: "Deliveries refused with 401, by source and the provider's reason.",
     labelNames: ["source", "reason"] as const,
     registers,
+    collect() {
+      verificationFailures.drainInto(this);
+    },
   });
   const claimSeconds = new Histogram({
     name: "hookledger_claim_duration_seconds",
@@ -102,17 +112,25 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     buckets: CLAIM_BUCKETS,
     registers,
   });
-  const cacheHits = new Counter({
+  const cacheHits = pendingCounts(["source"]);
+  new Counter({
     name: "hookledger_duplicate_cache_hits_total",
     help: "Duplicates answered from the confirmed-duplicate cache, without the database.",
     labelNames: ["source"] as const,
     registers,
+    collect() {
+      cacheHits.drainInto(this);
+    },
   });
-  const mismatches = new Counter({
+  const mismatches = pendingCounts(["source"]);
+  new Counter({
     name: "hookledger_duplicate_body_mismatches_total",
     help: "Duplicates whose body differs from the first delivery's (same id, different payload).",
     labelNames: ["source"] as const,
     registers,
+    collect() {
+      mismatches.drainInto(this);
+    },
   });
   const attempts = new Counter({
     name: "hookledger_attempts_total",
@@ -137,15 +155,15 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   const observer: EdgeObserver = {
     delivery(report) {
       const source = report.result === "unknown_source" ? "" : report.source;
-      deliveries.inc({ source, result: report.result });
+      deliveries.add(source, report.result);
       if (report.result === "unauthorized" || report.result === "rate_limited") {
-        verificationFailures.inc({ source, reason: report.reason ?? "unknown" });
+        verificationFailures.add(source, report.reason ?? "unknown");
       }
       if (report.claimSeconds !== undefined) {
         claimSeconds.observe({ source, result: report.result }, report.claimSeconds);
       }
-      if (report.shortCircuit) cacheHits.inc({ source });
-      if (report.bodyMismatch) mismatches.inc({ source });
+      if (report.shortCircuit) cacheHits.add(source);
+      if (report.bodyMismatch) mismatches.add(source);
     },
   };
 

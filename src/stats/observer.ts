@@ -127,9 +127,16 @@ export function createStatsObserver(options: StatsObserverOptions): StatsObserve
     { flushMs: options.flushMs, log, what: "delivery statistics" },
   );
 
+  // source → the bucket counted into last: most deliveries land in the same one, found without building its key.
+  const recent = new Map<string, { minute: number; batches: number; counts: DeliveryCounts }>();
   const bucket = (source: string): DeliveryCounts => {
     const minute = Math.floor(now() / 60_000) * 60_000;
-    return pending.entry(`${minute} ${source}`, () => ({ source, minute, counts: zero() })).counts;
+    const last = recent.get(source);
+    if (last && last.minute === minute && last.batches === pending.batches) return last.counts;
+    const { counts } = pending.entry(`${minute} ${source}`, () => ({ source, minute, counts: zero() }));
+    // Sources here are configured ones (unknown sources are not counted), so the map stays that small.
+    recent.set(source, { minute, batches: pending.batches, counts });
+    return counts;
   };
 
   return {

@@ -2,7 +2,7 @@
 // claim committed.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { memorySeenCache, silentLogger } from "hookledger";
+import { layeredSeenCache, memorySeenCache, type SeenCache, silentLogger } from "hookledger";
 import { createPool, type Pool } from "hookledger";
 import type { ReceiverOptions } from "hookledger";
 import type { DeliveryReport } from "hookledger";
@@ -40,6 +40,32 @@ test("memorySeenCache keeps at most max ids, dropping the least recently used", 
   assert.equal(await seen.has("stripe", "evt_1"), true);
   assert.equal(await seen.has("stripe", "evt_3"), true);
   assert.equal(await seen.get("stripe", "evt_3"), H1, "the body's hash is kept with the id");
+});
+
+test("memorySeenCache.peek answers at once, as get does, and marks the id recently used", async () => {
+  const seen = memorySeenCache({ max: 2 });
+  seen.add("stripe", "evt_1", H1);
+  seen.add("stripe", "evt_2", H1);
+  assert.equal(seen.peek("stripe", "evt_1"), H1);
+  assert.equal(seen.peek("stripe", "evt_9"), undefined);
+  seen.add("stripe", "evt_3", H1);
+  assert.equal(seen.peek("stripe", "evt_2"), undefined, "evt_2 was the least recently used");
+  assert.equal(await seen.get("stripe", "evt_1"), H1);
+});
+
+test("layeredSeenCache peeks its first layer only; a later layer's ids are left to get, which copies them forward", async () => {
+  const memory = memorySeenCache();
+  const slow: SeenCache = {
+    get: async (_source, key) => (key === "evt_far" ? H1 : undefined),
+    add: () => {},
+  };
+  const layered = layeredSeenCache(memory, slow);
+  memory.add("stripe", "evt_near", H1);
+  assert.equal(layered.peek?.("stripe", "evt_near"), H1);
+  assert.equal(layered.peek?.("stripe", "evt_far"), undefined);
+  assert.equal(await layered.get("stripe", "evt_far"), H1);
+  assert.equal(layered.peek?.("stripe", "evt_far"), H1, "copied into memory by get");
+  assert.equal(layeredSeenCache(slow, memory).peek, undefined, "a first layer without peek: no peek");
 });
 
 test("memorySeenCache keeps sources apart and refuses a max below 1", async () => {

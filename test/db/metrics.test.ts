@@ -122,6 +122,35 @@ test("observer: deliveries by source and result, 401s by reason, claim latency, 
   assert.ok(((await claims("_sum")) ?? 0) > 0);
 });
 
+test("observer: counts read between deliveries, by a scrape or by metric.get(), count each delivery once", async () => {
+  const { registry, observer } = createMetrics({ processMetrics: false });
+  const deliver = (n: number, result: "accepted" | "duplicate") => {
+    for (let i = 0; i < n; i++)
+      observer.delivery({ source: "stripe", result, shortCircuit: result === "duplicate" });
+  };
+  deliver(2, "accepted");
+  deliver(3, "duplicate");
+  assert.match(
+    await registry.metrics(),
+    /^hookledger_deliveries_total\{source="stripe",result="duplicate"\} 3$/m,
+  );
+  deliver(4, "duplicate");
+  observer.delivery({ source: "stripe", result: "unauthorized", reason: "signature_mismatch" });
+  const duplicates = () =>
+    sample(registry, "hookledger_deliveries_total", { source: "stripe", result: "duplicate" });
+  assert.equal(await duplicates(), 7);
+  assert.equal(await duplicates(), 7, "a read hands the counts over once");
+  assert.match(
+    await registry.metrics(),
+    /^hookledger_deliveries_total\{source="stripe",result="accepted"\} 2$/m,
+  );
+  assert.equal(await sample(registry, "hookledger_duplicate_cache_hits_total", { source: "stripe" }), 7);
+  assert.equal(
+    await sample(registry, "hookledger_verification_failures_total", { reason: "signature_mismatch" }),
+    1,
+  );
+});
+
 test("onAttempt: attempts by result and outcome, attempt durations, dead letters", async () => {
   const l = await freshLedger();
   ledgers.push(l);
