@@ -1,15 +1,13 @@
 import assert from "node:assert/strict";
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { after, before, test } from "node:test";
 import { createPool, Handlers, silentLogger, startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
+import { spawnWorkerFixture } from "../helpers/worker-fixture.js";
 
 // docs/architecture.md §6: a worker killed mid-batch applies nothing twice and leaves nothing stuck; attempts are
 // counted durably, so an event that kills its process in every batch goes dead and its neighbours still settle.
-
-const FIXTURE = fileURLToPath(new URL("../fixtures/worker-process.ts", import.meta.url));
 
 let t: TestLedger;
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -29,43 +27,13 @@ after(async () => {
 
 /** Spawns the worker fixture (one slot, batches of up to 50) whose handler hangs or exits on `only`. */
 function spawnWorker(mode: "hang" | "exit", only: string, maxAttempts?: number) {
-  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE], {
-    env: {
-      ...process.env,
-      HOOKLEDGER_TEST_DATABASE_URL: t.url,
-      FIXTURE_SCHEMA: t.schema,
-      FIXTURE_MODE: mode,
-      FIXTURE_ONLY: only,
-      // The whole backlog in one batch, however slow the machine.
-      FIXTURE_BATCH_BUDGET_MS: "60000",
-      ...(maxAttempts !== undefined && { FIXTURE_MAX_ATTEMPTS: String(maxAttempts) }),
-    },
+  return spawnWorkerFixture(t, children, {
+    FIXTURE_MODE: mode,
+    FIXTURE_ONLY: only,
+    // The whole backlog in one batch, however slow the machine.
+    FIXTURE_BATCH_BUDGET_MS: "60000",
+    ...(maxAttempts !== undefined && { FIXTURE_MAX_ATTEMPTS: String(maxAttempts) }),
   });
-  children.push(child);
-  let out = "";
-  child.stdout.on("data", (d) => {
-    out += d;
-  });
-  child.stderr.on("data", (d) => {
-    out += d;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on("exit", (code, signal) => resolve({ code, signal })),
-  );
-  return {
-    child,
-    exited,
-    output: () => out,
-    inHandler: (id: string) =>
-      waitFor(
-        `"in-handler ${id}" from the worker process`,
-        async () => {
-          if (child.exitCode !== null) throw new Error(`the worker process exited early:\n${out}`);
-          return out.includes(`in-handler ${id}\n`);
-        },
-        60_000,
-      ),
-  };
 }
 
 async function claim(prefix: string, count: number): Promise<string[]> {

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { after, before, test } from "node:test";
 import { createPool } from "hookledger";
 import { silentLogger } from "hookledger";
@@ -8,8 +7,7 @@ import { Handlers } from "hookledger";
 import { startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
-
-const FIXTURE = fileURLToPath(new URL("../fixtures/worker-process.ts", import.meta.url));
+import { spawnWorkerFixture } from "../helpers/worker-fixture.js";
 
 let t: TestLedger;
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -25,41 +23,12 @@ after(async () => {
   await t.drop();
 });
 
-/** Spawns the worker fixture; `lines` holds what it printed so far. */
+/** Spawns the worker fixture in `mode`. */
 function spawnWorker(mode: "hang" | "sleep" | "exit", maxAttempts?: number) {
-  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE], {
-    env: {
-      ...process.env,
-      HOOKLEDGER_TEST_DATABASE_URL: t.url,
-      FIXTURE_SCHEMA: t.schema,
-      FIXTURE_MODE: mode,
-      ...(maxAttempts !== undefined && { FIXTURE_MAX_ATTEMPTS: String(maxAttempts) }),
-    },
+  return spawnWorkerFixture(t, children, {
+    FIXTURE_MODE: mode,
+    ...(maxAttempts !== undefined && { FIXTURE_MAX_ATTEMPTS: String(maxAttempts) }),
   });
-  children.push(child);
-  let out = "";
-  child.stdout.on("data", (d) => {
-    out += d;
-  });
-  child.stderr.on("data", (d) => {
-    out += d;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on("exit", (code, signal) => resolve({ code, signal })),
-  );
-  return {
-    child,
-    exited,
-    inHandler: (id: string) =>
-      waitFor(
-        `"in-handler ${id}" from the worker process`,
-        async () => {
-          if (child.exitCode !== null) throw new Error(`the worker process exited early:\n${out}`);
-          return out.includes(`in-handler ${id}\n`);
-        },
-        60_000,
-      ),
-  };
 }
 
 async function event(id: string) {
