@@ -19,7 +19,7 @@ export const BATCH_ENDED =
   "event is not retried; fix the handler, then `hookledger events retry`";
 
 // The mark: dead with BATCH_ENDED, only in transaction $3 (the batch's). Prepared with SQL PREPARE, once per
-// connection, so that the savepoint and the mark travel in one simple-protocol query without escaping values into
+// session, so that the savepoint and the mark travel in one simple-protocol query without escaping values into
 // SQL text or planning the update again for every event (measured on PG15: 25 µs of backend CPU per event instead
 // of 55-70 µs for the same update sent as text). One mark per event, in its savepoint, rather than one statement
 // arming the whole batch when it locks its rows (35 µs of backend CPU less per event): a handler's commit would
@@ -30,28 +30,27 @@ const armText = (ledger: LedgerContext) =>
   last_error = ${pg().escapeLiteral(BATCH_ENDED)}
 where source = $1::text and dedupe_key = $2::text and pg_current_xact_id()::text = $3::text`;
 
-// The connections on which each ledger's mark is prepared (a statement lasts as long as its session).
-const prepared = new WeakMap<object, Set<string>>();
-
 /**
- * Prepares the arm's statement on a connection, once; call it outside a transaction (a failed PREPARE inside one
- * would abort it).
+ * SQL that tells whether the arm's statement is prepared on this session. The batch asks in its first round trip and
+ * prepares it in its own transaction when it is not ({@link prepareArm}): on the server connection that runs the
+ * batch, whatever a pooler in front of it does between transactions, and whatever `DEALLOCATE ALL` ran before.
  *
  * @example
- * await prepareArm(client, ledger);
+ * `begin; select ${armPrepared(ledger)} as prepared`
  */
-export async function prepareArm(db: Queryable, ledger: LedgerContext): Promise<void> {
-  const names = prepared.get(db) ?? new Set<string>();
-  const name = armName(ledger);
-  if (names.has(name)) return;
-  try {
-    await db.query(`prepare ${name} (text, text, text) as ${armText(ledger)}`);
-  } catch (error) {
-    // 42P05: already prepared on this session (by another copy of this module): the same text, so usable.
-    if (!(error instanceof pg().DatabaseError && error.code === "42P05")) throw error;
-  }
-  names.add(name);
-  prepared.set(db, names);
+export function armPrepared(ledger: LedgerContext): string {
+  return `exists (select 1 from pg_prepared_statements where name = ${pg().escapeLiteral(armName(ledger))})`;
+}
+
+/**
+ * Prepares the arm's statement on the session (a prepared statement outlives the transaction that made it, even one
+ * rolled back). Call it only when {@link armPrepared} said it is not.
+ *
+ * @example
+ * if (!prepared) await prepareArm(tx, ledger);
+ */
+export async function prepareArm(tx: Queryable, ledger: LedgerContext): Promise<void> {
+  await tx.query(`prepare "${armName(ledger)}" (text, text, text) as ${armText(ledger)}`);
 }
 
 /**
@@ -59,7 +58,7 @@ export async function prepareArm(db: Queryable, ledger: LedgerContext): Promise<
  * with {@link BATCH_ENDED}. The settle, or rolling back to the savepoint, replaces the mark, so it is
  * only ever committed by a handler that commits the batch's transaction itself (however it spells it), atomically
  * with its writes: the event is then never run (and applied) again. `release`: the previous event's savepoint is
- * released first, so savepoints do not nest a batch deep. Needs {@link prepareArm} on the connection first.
+ * released first, so savepoints do not nest a batch deep. Needs {@link prepareArm} on the session first.
  *
  * The mark is written only in transaction `xid` (the batch's): a handler that ended the transaction and began
  * another (`commit; begin` in one string) leaves the connection in a transaction, where no status check can see
@@ -80,7 +79,7 @@ export async function armAttempt(
   const { escapeLiteral } = pg();
   const text =
     `${release ? `release savepoint ${EVENT_SAVEPOINT}; ` : ""}savepoint ${EVENT_SAVEPOINT}; ` +
-    `execute ${armName(ledger)} (${escapeLiteral(picked.source)}, ${escapeLiteral(picked.dedupe_key)}, ${escapeLiteral(xid)})`;
+    `execute "${armName(ledger)}" (${escapeLiteral(picked.source)}, ${escapeLiteral(picked.dedupe_key)}, ${escapeLiteral(xid)})`;
   const results = (await tx.query(text)) as unknown as { rowCount: number | null }[];
   return results[results.length - 1]?.rowCount === 1;
 }

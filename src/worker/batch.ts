@@ -1,5 +1,5 @@
 import { pg } from "../deps.js";
-import { armAttempt, EVENT_SAVEPOINT, prepareArm } from "../ledger/arm.js";
+import { armAttempt, armPrepared, EVENT_SAVEPOINT, prepareArm } from "../ledger/arm.js";
 import { type CountedKey, countAttempts } from "../ledger/pick.js";
 import { lockAttempts } from "../ledger/pick-lock.js";
 import { type BatchEnd, settleAttempts } from "../ledger/settle.js";
@@ -99,6 +99,9 @@ function ends(batch: Batch): BatchEnd[] {
 
 const isDatabaseError = (error: unknown): error is Error & { code?: string } =>
   error instanceof pg().DatabaseError;
+// 3B001: no such savepoint. The batch's savepoint is gone only if a handler ended the transaction (and began
+// another); any other error of the batch's own statements is not taken for that.
+const noSavepoint = (error: unknown) => isDatabaseError(error) && error.code === "3B001";
 
 /**
  * Runs counted attempts in one transaction on `conn` (batch-end.ts also runs single events through it again).
@@ -113,14 +116,15 @@ export async function runCounted(
   started: number,
 ): Promise<Omit<BatchRun, "counted">> {
   const { client } = conn;
-  await prepareArm(client, deps.ledger);
   // Postgres ends a transaction left idle longer (a frozen worker, a host that vanished mid-handler), and its events
   // are due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts). The
-  // transaction's id lets the settle tell it from one a handler began after ending it.
+  // transaction's id lets the arms and the settle tell it from one a handler began after ending it.
   const begun = (await client.query(
-    `begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS}; select pg_current_xact_id()::text as xid`,
-  )) as unknown as { rows: { xid: string }[] }[];
+    `begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS};
+     select pg_current_xact_id()::text as xid, ${armPrepared(deps.ledger)} as prepared`,
+  )) as unknown as { rows: { xid: string; prepared: boolean }[] }[];
   const xid = begun[2]?.rows[0]?.xid ?? "";
+  if (!begun[2]?.rows[0]?.prepared) await prepareArm(client, deps.ledger);
   const locked = await lockAttempts(client, deps.ledger, keys);
   const found = new Set(locked.map((e) => `${e.source}\u0000${e.dedupe_key}`));
   const batch: Batch = {
@@ -147,7 +151,7 @@ export async function runCounted(
     try {
       await client.query(`rollback to savepoint ${EVENT_SAVEPOINT}`);
     } catch (rollbackError) {
-      if (!isDatabaseError(rollbackError)) throw rollbackError;
+      if (!noSavepoint(rollbackError)) throw rollbackError;
       return false;
     }
     delete entry.outcome;
@@ -158,14 +162,17 @@ export async function runCounted(
   };
   // One round trip per event besides its handler's (arm.ts): the previous event's savepoint is released (savepoints
   // do not nest a batch deep), this event's taken and the event armed. False: the transaction is no longer the
-  // batch's (no savepoint to release, or the arm found another transaction), so the last handler ended it.
+  // batch's (no savepoint to release, or the arm found another transaction), so the last handler ended it. Any
+  // other error fails the batch, as a lost connection would: it rolls back and its events are due again.
   const arm = async (entry: Entry): Promise<boolean> => {
     try {
       return await armAttempt(client, deps.ledger, entry.event, xid, open);
     } catch (error) {
-      if (!isDatabaseError(error) || !last) throw error;
+      if (!last) throw error;
+      if (noSavepoint(error)) return false;
       const aborted = abortedBy(error);
-      if (!aborted || !(await fail(aborted, new Error(ABORTED), LEFT_FAILED))) return false;
+      if (!aborted) throw error;
+      if (!(await fail(aborted, new Error(ABORTED), LEFT_FAILED))) return false;
       return armAttempt(client, deps.ledger, entry.event, xid, open);
     }
   };

@@ -266,3 +266,21 @@ test("stop() mid-batch: the batch starts no new event, commits those that ran an
   for (const row of rest) assert.deepEqual([row.status, row.attempts], ["pending", 0], row.dedupe_key);
   assert.equal((await writes("stopping")).size, settled.length);
 });
+
+test("a handler that deallocates the session's prepared statements fails its batch like a lost connection: nothing dead, each event applied once", async () => {
+  const ids = await claim("dealloc", 6);
+  const handlers = new Handlers().on("dealloc", "*", async (ctx) => {
+    await write(ctx);
+    if (ctx.event.id === "dealloc_02" && ctx.event.attempt === 1) await ctx.tx.query("deallocate all");
+  });
+  await withWorker(handlers, {}, () =>
+    waitFor("6 events settled", async () => (await unsettled("dealloc")) === 0, 60_000),
+  );
+  for (const row of (await rows("dealloc")).values()) {
+    // The batch rolled back with its attempts counted: each event then ran alone.
+    assert.deepEqual([row.status, row.outcome, row.attempts], ["settled", "applied", 2], row.dedupe_key);
+  }
+  const applied = await writes("dealloc");
+  assert.deepEqual([...applied.keys()], ids);
+  for (const [id, notes] of applied) assert.equal(notes.length, 1, id);
+});
