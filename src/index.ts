@@ -103,6 +103,7 @@ export { type SlackOptions, slackProvider } from "./providers/slack.js";
 export { standardProvider } from "./providers/standard.js";
 export { type StripeOptions, stripeEventFromJson, stripeProvider } from "./providers/stripe.js";
 export type {
+  AuthenticateResult,
   EntityRef,
   HeaderBag,
   ParsedEvent,
@@ -113,6 +114,7 @@ export type {
   VerifyFailureReason,
   VerifyInput,
   VerifyResult,
+  VerifySteps,
 } from "./providers/types.js";
 
 export { type Service, type ServiceOptions, startService } from "./service.js";

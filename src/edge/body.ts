@@ -1,3 +1,5 @@
+import * as crypto from "node:crypto";
+
 /** The raw body, or the fact that it crossed the cap. */
 export type BodyRead = { readonly ok: true; readonly bytes: Uint8Array } | { readonly ok: false };
 
@@ -56,3 +58,15 @@ async function readChunks(
 export function joined(parts: readonly Uint8Array[], total: number): Uint8Array {
   return parts.length === 1 && parts[0] ? parts[0] : Buffer.concat(parts, total);
 }
+
+/**
+ * The hex sha256 of a body, as the ledger and the confirmed-duplicate cache keep it. crypto.hash (Node 20.12 and
+ * later) hashes in one call, without a Hash object per delivery.
+ *
+ * @example
+ * bodySha256(Buffer.from("{}")); // "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+ */
+export const bodySha256: (bytes: Uint8Array) => string =
+  typeof crypto.hash === "function"
+    ? (bytes) => crypto.hash("sha256", bytes, "hex")
+    : (bytes) => crypto.createHash("sha256").update(bytes).digest("hex");

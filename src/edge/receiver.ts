@@ -1,4 +1,3 @@
-import * as crypto from "node:crypto";
 import { claimFailureMessage } from "./claim-failure.js";
 import { type Answer, answerError } from "../errors.js";
 import { claimBatcher } from "../ledger/claim-batch.js";
@@ -6,11 +5,14 @@ import type { LedgerContext, Queryable } from "../ledger/context.js";
 import { notifyThrottle } from "../ledger/notify.js";
 import type { Logger } from "../log.js";
 import type { HeaderBag, Provider } from "../providers/types.js";
-import { admitDelivery } from "./admit.js";
+import { admitDelivery, admitOrRecall } from "./admit.js";
+import { bodySha256 as bodySha256Of } from "./body.js";
 import { withDeadline } from "./deadline.js";
 import { type DuplicateLog, duplicateLog } from "./duplicate-log.js";
 import { clientKey, type FailureLimitOptions, failureLimiter } from "./failure-limit.js";
 import { keptHeaders } from "./headers.js";
+import { knownBodies } from "./known-bodies.js";
+import { cachedBodyHash, peekQuietly } from "./seen-lookup.js";
 import type { EdgeObserver, SeenCache } from "./observer.js";
 
 /** One configured inbound endpoint, resolved: its provider, its secrets and its limits. */
@@ -126,6 +128,20 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const limiter = options.failureLimit === false ? undefined : failureLimiter(options.failureLimit);
   const duplicates = duplicateLog(log, options.duplicateSummaryMs);
   const admitOptions = { replayToken: options.replayToken };
+  const bodies = knownBodies();
+  // A body answered as a duplicate before carries the same event again (Provider.steps), as long as the
+  // confirmed-duplicate cache still holds that event with this very body.
+  const recallOptions = seen && {
+    ...admitOptions,
+    recall: (name: string, sha256: string) => {
+      const known = bodies.get(name, sha256);
+      return known && peekQuietly(seen, name, known.dedupeKey, log) === sha256 ? known : undefined;
+    },
+  };
+  const cachedDuplicate = (name: string, eventId: string, type: string): void => {
+    observer.delivery({ source: name, result: "duplicate", shortCircuit: true, eventId });
+    duplicates.duplicate({ source: name, eventId, type, shortCircuit: true });
+  };
 
   const overLimit = (delivery: Delivery): number | undefined => {
     const key = clientKey(delivery.clientAddress, delivery.headers, options.trustProxy === true);
@@ -141,7 +157,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         observer.delivery({ source: delivery.source, result: "unknown_source" });
         return answerError("unknown_source");
       }
-      const admitted = await admitDelivery(source, delivery, now(), log, admitOptions);
+      const admitted = recallOptions
+        ? await admitOrRecall(source, delivery, now(), log, recallOptions)
+        : await admitDelivery(source, delivery, now(), log, admitOptions);
       if (!admitted.ok) {
         const retryAfter = admitted.result === "unauthorized" ? overLimit(delivery) : undefined;
         observer.delivery({
@@ -155,24 +173,21 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         observer.delivery({ source: source.name, result: "handshake" });
         return admitted.reply;
       }
+      if ("recalled" in admitted) {
+        const { dedupeKey, type } = admitted.recalled;
+        cachedDuplicate(source.name, dedupeKey, type);
+        return claimAnswer("duplicate", dedupeKey);
+      }
       const { event } = admitted;
       const fields = { source: source.name, eventId: event.dedupeKey, type: event.type };
-      const bodySha256 = sha256Hex(admitted.bytes);
+      const bodySha256 = admitted.bodySha256 ?? bodySha256Of(admitted.bytes);
       // A cached id with another body goes to Postgres, which counts and reports the mismatch.
       const lookup = cachedBodyHash(seen, source.name, event.dedupeKey, log);
       if ((typeof lookup === "string" ? lookup : await lookup) === bodySha256) {
-        observer.delivery({
-          source: source.name,
-          result: "duplicate",
-          shortCircuit: true,
-          eventId: event.dedupeKey,
-        });
-        duplicates.duplicate({
-          source: source.name,
-          eventId: event.dedupeKey,
-          type: event.type,
-          shortCircuit: true,
-        });
+        if (source.provider.steps) {
+          bodies.add(source.name, bodySha256, { dedupeKey: event.dedupeKey, type: event.type });
+        }
+        cachedDuplicate(source.name, event.dedupeKey, event.type);
         return event.acknowledge ?? claimAnswer("duplicate", event.dedupeKey);
       }
       const claimStarted = performance.now();
@@ -255,39 +270,7 @@ function claimAnswer(status: "accepted" | "duplicate", id: string): Answer {
 
 const JSON_TYPE = { "content-type": "application/json; charset=utf-8" } as const;
 
-// crypto.hash (Node 20.12 and later) hashes in one call, without a Hash object per delivery.
-const sha256Hex: (bytes: Uint8Array) => string =
-  typeof crypto.hash === "function"
-    ? (bytes) => crypto.hash("sha256", bytes, "hex")
-    : (bytes) => crypto.createHash("sha256").update(bytes).digest("hex");
-
 function tooManyFailures(retryAfterSeconds: number): Answer {
   const answer = answerError("too_many_failures");
   return { ...answer, headers: { ...answer.headers, "retry-after": String(retryAfterSeconds) } };
-}
-
-// The memory layer's answer at once when it has one (no promise per cached duplicate), else the cache's `get`.
-function cachedBodyHash(
-  seen: SeenCache | undefined,
-  source: string,
-  key: string,
-  log: Logger,
-): string | Promise<string | undefined> | undefined {
-  if (!seen) return undefined;
-  try {
-    const known = seen.peek?.(source, key);
-    if (known !== undefined) return known;
-    return seen.get(source, key).catch((error: unknown) => {
-      cacheFailed(log, source, key, error);
-      return undefined;
-    });
-  } catch (error) {
-    cacheFailed(log, source, key, error);
-    return undefined;
-  }
-}
-
-// The cache only short-circuits answers Postgres already gave; when it fails, Postgres answers.
-function cacheFailed(log: Logger, source: string, key: string, error: unknown): void {
-  log.warn({ source, eventId: key, err: (error as Error).message }, "duplicate cache unavailable");
 }

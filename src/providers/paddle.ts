@@ -8,7 +8,15 @@ import {
   stringField,
   withinWindow,
 } from "./hmac.js";
-import type { EntityRef, Provider, VerifyInput, VerifyResult } from "./types.js";
+import type {
+  AuthenticateResult,
+  EntityRef,
+  ParseResult,
+  Provider,
+  VerifyInput,
+  VerifyResult,
+  VerifySteps,
+} from "./types.js";
 
 /** Options of the Paddle provider. */
 export interface PaddleOptions {
@@ -39,9 +47,8 @@ export interface PaddleOptions {
 export function paddleProvider(options: PaddleOptions = {}): Provider {
   const keyOf = secretKeys();
   const tolerance = options.toleranceSeconds ?? 5;
-  return {
-    name: "paddle",
-    verify(input: VerifyInput): VerifyResult {
+  const steps: VerifySteps = {
+    authenticate(input: VerifyInput): AuthenticateResult {
       const header = input.headers.get("paddle-signature");
       if (!header) return { ok: false, reason: "signature_missing" };
       const timestamps: string[] = [];
@@ -67,12 +74,23 @@ export function paddleProvider(options: PaddleOptions = {}): Provider {
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       if (!withinWindow(t, input.now, tolerance)) return { ok: false, reason: "timestamp_outside_window" };
-      return parsePaddleEvent(input.body, secretIndex);
+      return { ok: true, secretIndex };
     },
+    parse: parsePaddleEvent,
+  };
+  return {
+    name: "paddle",
+    verify(input: VerifyInput): VerifyResult {
+      const checked = steps.authenticate(input);
+      if (!checked.ok) return checked;
+      const parsed = parsePaddleEvent(input.body);
+      return parsed.ok ? { ok: true, secretIndex: checked.secretIndex, event: parsed.event } : parsed;
+    },
+    steps,
   };
 }
 
-function parsePaddleEvent(body: Uint8Array, secretIndex: number): VerifyResult {
+function parsePaddleEvent(body: Uint8Array): ParseResult {
   const json = parseJsonObject(body);
   if (!json.ok) return json;
   const id = stringField(json.value.event_id);
@@ -89,7 +107,6 @@ function parsePaddleEvent(body: Uint8Array, secretIndex: number): VerifyResult {
     entityType && entityId && !Number.isNaN(ms) ? { type: entityType, id: entityId, version: ms } : undefined;
   return {
     ok: true,
-    secretIndex,
     event: {
       dedupeKey: id,
       type,

@@ -9,7 +9,16 @@ import {
   stringField,
   withinWindow,
 } from "./hmac.js";
-import type { EntityRef, ParsedEvent, ParseResult, Provider, VerifyInput, VerifyResult } from "./types.js";
+import type {
+  AuthenticateResult,
+  EntityRef,
+  ParsedEvent,
+  ParseResult,
+  Provider,
+  VerifyInput,
+  VerifyResult,
+  VerifySteps,
+} from "./types.js";
 
 /** Options of the Stripe provider. */
 export interface StripeOptions {
@@ -32,9 +41,8 @@ export interface StripeOptions {
 export function stripeProvider(options: StripeOptions = {}): Provider {
   const keyOf = secretKeys();
   const tolerance = options.toleranceSeconds ?? 300;
-  return {
-    name: "stripe",
-    verify(input: VerifyInput): VerifyResult {
+  const steps: VerifySteps = {
+    authenticate(input: VerifyInput): AuthenticateResult {
       const header = input.headers.get("stripe-signature");
       if (!header) return { ok: false, reason: "signature_missing" };
       let timestamp: string | undefined;
@@ -56,10 +64,20 @@ export function stripeProvider(options: StripeOptions = {}): Provider {
       );
       if (secretIndex < 0) return { ok: false, reason: "signature_mismatch" };
       if (!withinWindow(t, input.now, tolerance)) return { ok: false, reason: "timestamp_outside_window" };
+      return { ok: true, secretIndex };
+    },
+    parse: parseStripeBody,
+  };
+  return {
+    name: "stripe",
+    verify(input: VerifyInput): VerifyResult {
+      const checked = steps.authenticate(input);
+      if (!checked.ok) return checked;
       const parsed = parseStripeBody(input.body);
-      return parsed.ok ? { ok: true, secretIndex, event: parsed.event } : parsed;
+      return parsed.ok ? { ok: true, secretIndex: checked.secretIndex, event: parsed.event } : parsed;
     },
     parse: (body) => parseStripeBody(body),
+    steps,
   };
 }
 

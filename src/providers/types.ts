@@ -107,6 +107,34 @@ export type VerifyResult =
   | { readonly ok: false; readonly reason: ParseFailureReason; readonly detail: string };
 
 /**
+ * The outcome of {@link VerifySteps.authenticate}: the secret that matched, or why the delivery is refused.
+ *
+ * @example
+ * const checked = stripeProvider().steps?.authenticate(input);
+ * if (checked?.ok) console.log("matched secret", checked.secretIndex);
+ */
+export type AuthenticateResult =
+  | { readonly ok: true; readonly secretIndex: number }
+  | { readonly ok: false; readonly reason: VerifyFailureReason };
+
+/**
+ * {@link Provider.verify} in its two steps, for a provider whose whole event comes from the signed body, so that
+ * equal bytes always make an equal event (Stripe, Paddle: id, type and time are body fields). `verify(input)` is
+ * exactly `authenticate(input)` and then `parse(input.body)`; neither ever makes a reply or an `acknowledge`. The
+ * receiver uses the steps to answer a body it has already answered as a duplicate without parsing it again
+ * (docs/architecture.md, "Duplicates are counted in their own table").
+ *
+ * @example
+ * const steps: VerifySteps | undefined = stripeProvider().steps;
+ */
+export interface VerifySteps {
+  /** The signature and time checks of `verify`, nothing else. */
+  authenticate(input: VerifyInput): AuthenticateResult;
+  /** The rest of `verify`, after `authenticate` passed: the event, or why the body cannot be one. */
+  parse(body: Uint8Array): ParseResult;
+}
+
+/**
  * The outcome of {@link Provider.parse}: the event, or why the body cannot be one.
  *
  * @example
@@ -135,4 +163,6 @@ export interface Provider {
    * Only the replay route calls it, after its own token check; providers without it do not accept replays.
    */
   parse?(body: Uint8Array, headers: HeaderBag): ParseResult;
+  /** `verify` in two steps, for providers whose event comes from the signed body alone (see {@link VerifySteps}). */
+  readonly steps?: VerifySteps;
 }

@@ -4,13 +4,22 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { layeredSeenCache, memorySeenCache, type SeenCache, silentLogger } from "hookledger";
 import { createPool, type Pool } from "hookledger";
-import type { ReceiverOptions } from "hookledger";
+import { createReceiver, type Provider, type ReceiverOptions, stripeProvider } from "hookledger";
 import type { DeliveryReport } from "hookledger";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
 import { ledgerCounts } from "../helpers/http.js";
 import { freePort } from "../helpers/net.js";
 import { counting, postOnce } from "../helpers/cache.js";
-import { stripeBody } from "../helpers/http.js";
+import {
+  NOW_S,
+  STRIPE_CAP,
+  STRIPE_SECRETS,
+  send,
+  serve,
+  stripeBody,
+  stripeHeaders,
+  stripeSignature,
+} from "../helpers/http.js";
 import { createDuplicateCounter } from "../../src/ledger/cached-duplicates.js";
 
 const H1 = "a".repeat(64);
@@ -116,6 +125,77 @@ test("receiver with memorySeenCache: a same-id delivery with another body is an 
   assert.deepEqual(reply.body, { status: "duplicate", id: "evt_mem_mismatch" });
   assert.equal(reports.at(-1)?.bodyMismatch, true, "the mismatch reaches the metrics and statistics");
   assert.equal(await mismatches("evt_mem_mismatch"), 1, "and the ledger's duplicates.body_mismatches");
+});
+
+test("receiver: a body answered as a duplicate is known by its sha256 next time, answered without parsing it again", async () => {
+  let parses = 0;
+  const stripe = stripeProvider();
+  const steps = stripe.steps;
+  assert.ok(steps);
+  const counted: Provider = {
+    ...stripe,
+    steps: {
+      authenticate: (input) => steps.authenticate(input),
+      parse: (body) => {
+        parses++;
+        return steps.parse(body);
+      },
+    },
+  };
+  const seen = memorySeenCache({ max: 2 });
+  const reports: DeliveryReport[] = [];
+  const db = counting(ingest);
+  const server = await serve(
+    createReceiver({
+      sources: [{ name: "stripe", provider: counted, secrets: STRIPE_SECRETS, maxBodyBytes: STRIPE_CAP }],
+      db,
+      ledger: t.ledger,
+      log: silentLogger(),
+      now: () => NOW_S * 1000,
+      seen,
+      observer: { delivery: (r) => reports.push(r) },
+    }),
+  );
+  try {
+    const deliver = async (payload: string, headers = stripeHeaders(payload)) => {
+      const reply = await send(`${server.url}/webhooks/stripe`, { headers, body: payload });
+      return { status: reply.status, body: JSON.parse(reply.text) as { status: string; id: string } };
+    };
+    const body = stripeBody("evt_known_body");
+    const duplicate = { status: 200, body: { status: "duplicate", id: "evt_known_body" } };
+    assert.deepEqual(await deliver(body), {
+      status: 200,
+      body: { status: "accepted", id: "evt_known_body" },
+    });
+    assert.deepEqual(await deliver(body), duplicate); // the cache answers, the body is parsed
+    assert.equal(parses, 2);
+    const queries = db.count;
+    assert.deepEqual(await deliver(body), duplicate);
+    // Signed anew (another timestamp): the signature is still checked, and the bytes are the same.
+    assert.deepEqual(await deliver(body, stripeHeaders(body, STRIPE_SECRETS[1], NOW_S - 10)), duplicate);
+    assert.equal(parses, 2, "a known body is not parsed again");
+    assert.equal(db.count, queries, "nor sent to the database");
+    assert.deepEqual(
+      reports.slice(-2).map((r) => [r.result, r.shortCircuit, r.eventId]),
+      [
+        ["duplicate", true, "evt_known_body"],
+        ["duplicate", true, "evt_known_body"],
+      ],
+    );
+    const forged = { ...stripeHeaders(body), "stripe-signature": stripeSignature(body, "whsec_forged") };
+    assert.equal((await send(`${server.url}/webhooks/stripe`, { headers: forged, body })).status, 401);
+
+    // Once the cache has forgotten the event, its body is parsed and Postgres answers again.
+    assert.equal((await deliver(stripeBody("evt_known_other_1"))).body.status, "accepted");
+    assert.equal((await deliver(stripeBody("evt_known_other_2"))).body.status, "accepted");
+    assert.equal(await seen.has("stripe", "evt_known_body"), false);
+    const before = db.count;
+    assert.deepEqual(await deliver(body), duplicate);
+    assert.ok(db.count > before, "Postgres answered");
+    assert.equal(parses, 5);
+  } finally {
+    await server.close();
+  }
 });
 
 test("a duplicate counter adds cached duplicates to the ledger's count in one write per flush", async () => {
