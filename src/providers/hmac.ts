@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { jsonTooDeep, TOO_DEEP_DETAIL } from "./json-depth.js";
-import type { ParseFailureReason } from "./types.js";
+import type { ParseFailureReason, VerifyInput, VerifyResult, VerifySteps } from "./types.js";
 
 /** HMAC digest algorithms a source may be configured with. */
 export type HmacAlgorithm = "sha256" | "sha512";
@@ -116,4 +116,19 @@ export function stringField(value: unknown): string | undefined {
 /** A finite number field, else `undefined`. */
 export function numberField(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * `verify` made of a provider's two steps, so the two can never differ: authenticate, then parse the body.
+ *
+ * @example
+ * return { name: "stripe", verify: verifyInSteps(steps), steps };
+ */
+export function verifyInSteps(steps: VerifySteps): (input: VerifyInput) => VerifyResult {
+  return (input) => {
+    const checked = steps.authenticate(input);
+    if (!checked.ok) return checked;
+    const parsed = steps.parse(input.body);
+    return parsed.ok ? { ok: true, secretIndex: checked.secretIndex, event: parsed.event } : parsed;
+  };
 }

@@ -6,6 +6,7 @@ import {
   parseJsonObject,
   parseUnixSeconds,
   stringField,
+  verifyInSteps,
   withinWindow,
 } from "./hmac.js";
 import type {
@@ -14,7 +15,6 @@ import type {
   ParseResult,
   Provider,
   VerifyInput,
-  VerifyResult,
   VerifySteps,
 } from "./types.js";
 
@@ -80,12 +80,7 @@ export function paddleProvider(options: PaddleOptions = {}): Provider {
   };
   return {
     name: "paddle",
-    verify(input: VerifyInput): VerifyResult {
-      const checked = steps.authenticate(input);
-      if (!checked.ok) return checked;
-      const parsed = parsePaddleEvent(input.body);
-      return parsed.ok ? { ok: true, secretIndex: checked.secretIndex, event: parsed.event } : parsed;
-    },
+    verify: verifyInSteps(steps),
     steps,
   };
 }

@@ -7,6 +7,7 @@ import {
   parseJsonObject,
   parseUnixSeconds,
   stringField,
+  verifyInSteps,
   withinWindow,
 } from "./hmac.js";
 import type {
@@ -16,7 +17,6 @@ import type {
   ParseResult,
   Provider,
   VerifyInput,
-  VerifyResult,
   VerifySteps,
 } from "./types.js";
 
@@ -70,12 +70,7 @@ export function stripeProvider(options: StripeOptions = {}): Provider {
   };
   return {
     name: "stripe",
-    verify(input: VerifyInput): VerifyResult {
-      const checked = steps.authenticate(input);
-      if (!checked.ok) return checked;
-      const parsed = parseStripeBody(input.body);
-      return parsed.ok ? { ok: true, secretIndex: checked.secretIndex, event: parsed.event } : parsed;
-    },
+    verify: verifyInSteps(steps),
     parse: (body) => parseStripeBody(body),
     steps,
   };
