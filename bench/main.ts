@@ -82,6 +82,7 @@ function header(pgVersion: string, contenders: readonly Contender[]): void {
     `  workers   ${env.events} events over ${env.entities} entities; graphile-worker c10, hookledger c10 and default (c${defaultWorkerConcurrency()})`,
   );
   console.log(`  contenders ${contenders.map((c) => c.name).join(", ")}; logs in bench/results/logs`);
+  if (env.serveNodeFlags.length > 0) console.log(`  serve     node ${env.serveNodeFlags.join(" ")}`);
 }
 
 // biome.json checks every file of the tree, the git-ignored bench/results too: lay the JSON out as biome would, so a

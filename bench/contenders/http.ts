@@ -153,6 +153,7 @@ export async function startServe(
   const server = spawnChild(
     process.execPath,
     [
+      ...ctx.env.serveNodeFlags,
       join(ctx.root, "dist", "cli", "main.js"),
       "serve",
       ...(options.worker ? [] : ["--no-worker"]),

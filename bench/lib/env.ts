@@ -37,6 +37,8 @@ export interface BenchEnv {
   readonly scaleMinutes: number;
   /** BENCH_SCALE_RATE: the scale mode's fixed ingest rate (req/s) in its steady phases. */
   readonly scaleRate: number;
+  /** BENCH_SERVE_NODE_FLAGS: node flags for `hookledger serve` alone (a deployment's memory settings). */
+  readonly serveNodeFlags: readonly string[];
 }
 
 const DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/test";
@@ -80,6 +82,7 @@ export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
     scaleRows: whole(environment, "BENCH_SCALE_ROWS", 5_000_000),
     scaleMinutes: whole(environment, "BENCH_SCALE_MINUTES", 30),
     scaleRate: whole(environment, "BENCH_SCALE_RATE", 300),
+    serveNodeFlags: (environment.BENCH_SERVE_NODE_FLAGS ?? "").split(/\s+/).filter((f) => f !== ""),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Pool } from "hookledger";
 
 /**
- * A stable text dump of a schema's tables, columns, constraints and indexes, read from the catalogs (pg_dump is not
+ * A stable text dump of a schema's tables, columns, constraints, indexes and storage parameters, read from the catalogs (pg_dump is not
  * shipped with the embedded server), with the schema name replaced by `:schema`.
  */
 export async function dumpSchema(pool: Pool, schema: string): Promise<string> {
@@ -20,6 +20,13 @@ export async function dumpSchema(pool: Pool, schema: string): Promise<string> {
     "select tablename, indexname, indexdef from pg_indexes where schemaname = $1 order by tablename, indexname",
     [schema],
   );
+  // Storage parameters (a table's own autovacuum settings, migration 009).
+  const options = await pool.query(
+    `select c.relname, array_to_string(c.reloptions, ',') as options from pg_class c
+     join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname = $1 and c.reloptions is not null order by c.relname`,
+    [schema],
+  );
   const lines: string[] = [];
   for (const c of columns.rows) {
     lines.push(
@@ -29,5 +36,6 @@ export async function dumpSchema(pool: Pool, schema: string): Promise<string> {
   }
   for (const c of constraints.rows) lines.push(`constraint ${c.table_name}.${c.conname} ${c.def}`);
   for (const i of indexes.rows) lines.push(`index ${i.tablename}.${i.indexname} ${i.indexdef}`);
+  for (const o of options.rows) lines.push(`options ${o.relname} ${o.options}`);
   return `${lines.join("\n").replaceAll(`"${schema}".`, ":schema.").replaceAll(`${schema}.`, ":schema.")}\n`;
 }
