@@ -9,7 +9,7 @@
 // `node --import tsx bench/shape-probe.ts` — env DATABASE_URL, PROBE_ROUNDS (3), PROBE_ROWS (20000: claim and
 // worker), PROBE_CHURN_SECONDS (60), PROBE_CHURN_RATE (500 events/s), PROBE_PRUNE_ROWS (200000, over 2 days),
 // PROBE_PHASES (claim,worker,churn,prune), SPLIT_FILLFACTOR (50: room on event_keys pages for in-place settles),
-// PROBE_PAD (x, or random: see probeBody).
+// PROBE_PAD (x, or random: see probeBody), PROBE_EXPLAIN (1: print the plans of both picks).
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { migrate } from "../src/db/migrate.js";
