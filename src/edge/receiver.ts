@@ -193,14 +193,17 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       const claimStarted = performance.now();
       try {
         const result = await withDeadline(
-          claims.claim({
-            source: source.name,
-            event,
-            body: admitted.bytes,
-            headers: keptHeaders(delivery.headers),
-            secretIndex: admitted.secretIndex,
-            arrivedVia: delivery.viaReplay === true ? "replay" : "delivery",
-          }),
+          claims.claim(
+            {
+              source: source.name,
+              event,
+              body: admitted.bytes,
+              headers: keptHeaders(delivery.headers),
+              secretIndex: admitted.secretIndex,
+              arrivedVia: delivery.viaReplay === true ? "replay" : "delivery",
+            },
+            bodySha256,
+          ),
           deadlineMs,
           // The ingest session's statement_timeout cancels a claim soon after the deadline; should one commit in
           // the gap anyway, the provider's retry is a duplicate and the event is still processed once.

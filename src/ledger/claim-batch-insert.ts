@@ -17,12 +17,16 @@ export interface BatchRow {
 
 /**
  * Prepares one delivery for {@link insertClaimBatch}; throws only for that delivery (a payload JSON cannot hold).
+ * `bodySha256` (hex) is the body's hash when the caller has it; otherwise it is taken here.
  *
  * @example
  * const row = batchRow({ source: "stripe", event, body, headers: {}, secretIndex: 0, arrivedVia: "delivery" });
  */
-export function batchRow(input: Omit<ClaimInput, "notify">): BatchRow {
-  const sha256 = createHash("sha256").update(input.body).digest();
+export function batchRow(input: Omit<ClaimInput, "notify">, bodySha256?: string): BatchRow {
+  const sha256 =
+    bodySha256 === undefined
+      ? createHash("sha256").update(input.body).digest()
+      : Buffer.from(bodySha256, "hex");
   return { input, sha256, values: insertValues(input, sha256) };
 }
 

@@ -36,12 +36,17 @@ export interface ClaimBatcherOptions {
  * const batcher: ClaimBatcher = claimBatcher({ db: ingestPool, ledger, log });
  */
 export interface ClaimBatcher {
-  /** Claims one delivery (already storable); resolves once the statement holding its row committed. */
-  claim(input: Omit<ClaimInput, "notify">): Promise<ClaimResult>;
+  /**
+   * Claims one delivery (already storable); resolves once the statement holding its row committed. `bodySha256`
+   * is the body's sha256 in hex when the caller took it already (the edge does, for its cache), so it is not taken
+   * twice.
+   */
+  claim(input: Omit<ClaimInput, "notify">, bodySha256?: string): Promise<ClaimResult>;
 }
 
 interface Pending {
   readonly input: Omit<ClaimInput, "notify">;
+  readonly bodySha256: string | undefined;
   readonly queuedAt: number;
   resolve(result: ClaimResult): void;
   reject(error: unknown): void;
@@ -127,7 +132,7 @@ export function claimBatcher(options: ClaimBatcherOptions): ClaimBatcher {
     for (const pending of batch) {
       let row: BatchRow;
       try {
-        row = batchRow(pending.input);
+        row = batchRow(pending.input, pending.bodySha256);
       } catch (error) {
         pending.reject(error);
         continue;
@@ -212,9 +217,9 @@ export function claimBatcher(options: ClaimBatcherOptions): ClaimBatcher {
   };
 
   return {
-    claim(input) {
+    claim(input, bodySha256) {
       return new Promise<ClaimResult>((resolve, reject) => {
-        queue.push({ input, queuedAt: performance.now(), resolve, reject });
+        queue.push({ input, bodySha256, queuedAt: performance.now(), resolve, reject });
         // setImmediate, not a timer: the claims that arrive in this turn of the event loop leave together.
         if (!scheduled && inFlight < maxBatches) {
           scheduled = true;
