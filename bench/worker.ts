@@ -42,6 +42,11 @@ function cpuOf(pids: number[]): number {
   return total;
 }
 
+// A 2 KB Stripe-like payload of event `id` about subscription `sub` (SQL expressions).
+const payload = (id: string, sub: string) => `select jsonb_build_object('id', ${id},
+  'type', 'customer.subscription.updated', 'data', jsonb_build_object('object', jsonb_build_object('id', ${sub},
+  'status', 'active', 'metadata', jsonb_build_object('pad', repeat('x', 1800))))) as p`;
+
 async function run(index: number): Promise<void> {
   const schema = `bench_worker_${process.pid}_${index}`;
   const admin = createPool({ connectionString: args.url, role: "admin", max: 2 });
@@ -53,15 +58,18 @@ async function run(index: number): Promise<void> {
   );
   // 2 KB Stripe-like payloads, due in claim order; entity i mod E, version rising with i.
   await admin.query(
-    `insert into ${schema}.events (source, dedupe_key, event_type, body, body_sha256, payload, entity_type, entity_id,
-       entity_version, next_attempt_at, received_at)
-     select 'stripe', 'evt_' || i, 'customer.subscription.updated', convert_to(p::text, 'utf8'),
-       sha256(convert_to(p::text, 'utf8')), p, 'subscription', 'sub_' || (i % $2::int), i,
-       now() - interval '1 hour' + i * interval '1 microsecond', now() - interval '1 hour' + i * interval '1 microsecond'
-     from generate_series(1, $1::int) i,
-       lateral (select jsonb_build_object('id', 'evt_' || i, 'type', 'customer.subscription.updated',
-         'data', jsonb_build_object('object', jsonb_build_object('id', 'sub_' || (i % $2::int), 'status', 'active',
-         'metadata', jsonb_build_object('pad', repeat('x', 1800))))) as p) x`,
+    `with e as (
+       insert into ${schema}.events (source, dedupe_key, event_type, body_sha256, entity_type, entity_id,
+         entity_version, next_attempt_at, received_at)
+       select 'stripe', 'evt_' || i, 'customer.subscription.updated', sha256(convert_to(p::text, 'utf8')),
+         'subscription', 'sub_' || (i % $2::int), i, now() - interval '1 hour' + i * interval '1 microsecond',
+         now() - interval '1 hour' + i * interval '1 microsecond'
+       from generate_series(1, $1::int) i, lateral (${payload("'evt_' || i", "'sub_' || (i % $2::int)")}) x
+       returning source, dedupe_key, received_at, entity_id
+     )
+     insert into ${schema}.event_bodies (source, dedupe_key, received_at, body, payload)
+     select source, dedupe_key, received_at, convert_to(p::text, 'utf8'), p
+     from e, lateral (${payload("dedupe_key", "entity_id")}) x`,
     [events, entities],
   );
   await admin.query(`analyze ${schema}.events`);

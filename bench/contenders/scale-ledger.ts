@@ -27,20 +27,30 @@ export async function fillSettled(
     bodyBytes,
   );
   const step = 100_000;
+  // The fill's days get their partitions of event bodies, as the days of a live ledger do (migration 010).
+  await db.query(
+    `select ${schema}.make_body_partitions(now() - interval '${35 + FILL_DAYS} days', ${FILL_DAYS + 1})`,
+  );
   for (let from = 0; from < rows; from += step) {
     const to = Math.min(rows, from + step) - 1;
     await db.query(
-      `insert into ${schema}.events
-         (source, dedupe_key, event_type, body, body_sha256, payload, entity_type, entity_id, entity_version,
-          occurred_at, status, outcome, attempts, next_attempt_at, received_at, settled_at, arrived_via)
-       select 'stripe', b.id, 'customer.subscription.updated', b.raw, sha256(b.raw), convert_from(b.raw, 'UTF8')::jsonb,
-              'subscription', 'sub_fill_' || (g % 100000), g, r.at, 'settled', 'applied', 1, r.at, r.at,
-              r.at + interval '1 second', 'delivery'
-         from generate_series($1::bigint, $2::bigint) as g
-         cross join lateral (select 'evt_fill_' || lpad(g::text, 10, '0') as id) as i
-         cross join lateral (select i.id, convert_to(replace($3::text, 'evt_fill_XXXXXXXXXX', i.id), 'UTF8') as raw) as b
-         cross join lateral (select now() - interval '${35 + FILL_DAYS} days'
-                                    + (g::float8 / $4::float8) * interval '${FILL_DAYS} days' as at) as r`,
+      `with f as (
+         select 'stripe' as source, b.id, b.raw, r.at, g
+           from generate_series($1::bigint, $2::bigint) as g
+           cross join lateral (select 'evt_fill_' || lpad(g::text, 10, '0') as id) as i
+           cross join lateral (select i.id, convert_to(replace($3::text, 'evt_fill_XXXXXXXXXX', i.id), 'UTF8') as raw) as b
+           cross join lateral (select now() - interval '${35 + FILL_DAYS} days'
+                                      + (g::float8 / $4::float8) * interval '${FILL_DAYS} days' as at) as r
+       ), keys as (
+         insert into ${schema}.events
+           (source, dedupe_key, event_type, body_sha256, entity_type, entity_id, entity_version, occurred_at, status,
+            outcome, attempts, next_attempt_at, received_at, settled_at, arrived_via)
+         select source, id, 'customer.subscription.updated', sha256(raw), 'subscription', 'sub_fill_' || (g % 100000),
+                g, at, 'settled', 'applied', 1, at, at, at + interval '1 second', 'delivery'
+           from f
+       )
+       insert into ${schema}.event_bodies (source, dedupe_key, received_at, body, payload)
+       select source, id, at, raw, convert_from(raw, 'UTF8')::jsonb from f`,
       [from, to, template, rows],
     );
     progress(to + 1);
@@ -64,6 +74,7 @@ async function settle(db: pg.ClientBase, schema: string): Promise<void> {
  */
 export async function clearRun(db: pg.ClientBase, schema: string): Promise<void> {
   await db.query(`delete from ${schema}.events where dedupe_key not like 'evt\\_fill\\_%'`);
+  await db.query(`delete from ${schema}.event_bodies where dedupe_key not like 'evt\\_fill\\_%'`);
   await db.query(`truncate ${schema}.duplicates, ${schema}.entity_versions`);
   await db.query(`drop table if exists ${schema}.app_subscriptions`);
   await settle(db, schema);

@@ -33,30 +33,45 @@ export function batchRow(input: Omit<ClaimInput, "notify">, bodySha256?: string)
 const COLUMNS = `source, dedupe_key, event_type, body, body_sha256, dedupe_on_body, payload, headers, secret_index,
     entity_type, entity_id, entity_version, occurred_at, arrived_via`;
 
-// The single claim's insert (claim.ts insertSql) over arrays, one element per row: the same columns, the same
-// tombstone check per row, the same recheck in `returning`. `order by r.ord` keeps the caller's (sorted) order
-// through whatever join the planner picks for the tombstone probes, so rows are inserted, and their keys locked,
-// in that order (docs/architecture.md, "Concurrent claims are committed in batches").
-const insertBatchSql = (s: string) => `insert into ${s}.events (${COLUMNS})
-  select ${COLUMNS}
-  from unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::boolean[], $7::jsonb[],
+const KEY_COLUMNS = `source, dedupe_key, event_type, body_sha256, dedupe_on_body, secret_index, entity_type, entity_id,
+    entity_version, occurred_at, arrived_via`;
+
+// The single claim's insert (claim.ts claimCtes) over arrays, one element per row: the same columns, the same
+// tombstone check per row, the same recheck in `returning`, and each inserted row's body next to it. `order by
+// r.ord` keeps the caller's (sorted) order through whatever join the planner picks for the tombstone probes, so
+// rows are inserted, and their keys locked, in that order (docs/architecture.md, "Concurrent claims are committed in
+// batches").
+const batchCtes = (s: string) => `r as (
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::boolean[], $7::jsonb[],
     $8::jsonb[], $9::smallint[], $10::text[], $11::text[], $12::numeric[], $13::timestamptz[], $14::text[])
     with ordinality as r(${COLUMNS}, ord)
+), inserted as (
+  insert into ${s}.events (${KEY_COLUMNS})
+  select ${KEY_COLUMNS}
+  from r
   ${notTombstonedSql(s, { source: "r.source", key: "r.dedupe_key", sha256: "r.body_sha256", onBody: "r.dedupe_on_body" })}
   order by r.ord
   on conflict do nothing
-  returning source, dedupe_key, ${recheckTombstoneSql(s)}`;
+  returning source, dedupe_key, received_at, ${recheckTombstoneSql(s)}
+), bodies as (
+  insert into ${s}.event_bodies (source, dedupe_key, received_at, body, payload, headers)
+  select r.source, r.dedupe_key, i.received_at, r.body, r.payload, r.headers
+  from inserted i join r on r.source = i.source and r.dedupe_key = i.dedupe_key
+)`;
 
 // One NOTIFY for the whole batch, and only when it inserted something: `woken` has one row exactly when
 // `inserted` has any, so the cross join returns the inserted rows unchanged.
 const claimBatchSql = statement(
   "claim-batch",
-  (s) => `with inserted as (${insertBatchSql(s)}),
+  (s) => `with ${batchCtes(s)},
 woken as (select pg_notify($15::text, '') from inserted limit 1)
 select source, dedupe_key from inserted, woken`,
 );
 
-const claimBatchQuietSql = statement("claim-batch-quiet", (s) => insertBatchSql(s));
+const claimBatchQuietSql = statement(
+  "claim-batch-quiet",
+  (s) => `with ${batchCtes(s)} select source, dedupe_key from inserted`,
+);
 
 // (source, dedupe key) in UTF-16 code units: the same order in every process.
 function compareRows(a: BatchRow, b: BatchRow): number {

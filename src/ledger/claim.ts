@@ -126,26 +126,30 @@ async function claimOn(db: Queryable, ledger: LedgerContext, input: ClaimInput):
 }
 
 /**
- * The claim's insert (values `$1`–`$14`: {@link insertValues}); it inserts nothing for the key of a pruned event
- * (its tombstone). With `inline`, the row is claimed by an app's own route (docs/architecture.md §7): status `inline` and its
- * lease, `$15` milliseconds from now, in `next_attempt_at`.
+ * The claim's insert as two common table expressions (values `$1`–`$14`: {@link insertValues}): `inserted`, the
+ * key and state row in `events`, which inserts nothing for the key of a pruned event (its tombstone), and `bodies`,
+ * the immutable body, payload and headers of each row inserted, in `event_bodies` (migration 010), with the same
+ * `received_at` (one transaction, one `now()`). With `inline`, the row is claimed by an app's own route
+ * (docs/architecture.md §7): status `inline` and its lease, `$15` milliseconds from now, in `next_attempt_at`.
  *
  * @example
- * const sql = insertSql(ledger.s, { inline: true }); // … returning dedupe_key, next_attempt_at
+ * const sql = `with ${claimCtes(ledger.s, { inline: true })} select dedupe_key, next_attempt_at from inserted`;
  */
-export const insertSql = (s: string, options: { inline?: boolean } = {}) => `insert into ${s}.events (source,
-    dedupe_key, event_type, body, body_sha256, dedupe_on_body, payload, headers, secret_index, entity_type, entity_id,
-    entity_version, occurred_at, arrived_via${options.inline ? ", status, next_attempt_at" : ""})
-  select $1::text, $2::text, $3::text, $4::bytea, $5::bytea, $6::boolean, $7::jsonb, $8::jsonb, $9::smallint,
-    $10::text, $11::text, $12::numeric, $13::timestamptz, $14::text${
-      options.inline ? ", 'inline', now() + $15::int * interval '1 millisecond'" : ""
-    }
+export const claimCtes = (s: string, options: { inline?: boolean } = {}) => `inserted as (
+  insert into ${s}.events (source, dedupe_key, event_type, body_sha256, dedupe_on_body, secret_index, entity_type,
+    entity_id, entity_version, occurred_at, arrived_via${options.inline ? ", status, next_attempt_at" : ""})
+  select $1::text, $2::text, $3::text, $5::bytea, $6::boolean, $9::smallint, $10::text, $11::text, $12::numeric,
+    $13::timestamptz, $14::text${options.inline ? ", 'inline', now() + $15::int * interval '1 millisecond'" : ""}
   ${notTombstonedSql(s)}
   on conflict do nothing
-  returning dedupe_key${options.inline ? ", next_attempt_at" : ""}, ${recheckTombstoneSql(s)}`;
+  returning dedupe_key, received_at${options.inline ? ", next_attempt_at" : ""}, ${recheckTombstoneSql(s)}
+), bodies as (
+  insert into ${s}.event_bodies (source, dedupe_key, received_at, body, payload, headers)
+  select $1::text, dedupe_key, received_at, $4::bytea, $7::jsonb, $8::jsonb from inserted
+)`;
 
 /**
- * The values `$1`–`$14` of {@link insertSql} for one delivery.
+ * The values `$1`–`$14` of {@link claimCtes} for one delivery.
  *
  * @example
  * const values = [...insertValues(input, sha256), leaseMs];
@@ -196,11 +200,11 @@ export async function countDuplicate(
 // No conflict target: both the primary key and the body-hash index (GitHub) count as "already claimed".
 const claimSql = statement(
   "claim",
-  (s) => `with inserted as (${insertSql(s)})
+  (s) => `with ${claimCtes(s)}
 select dedupe_key, pg_notify($15::text, '') from inserted`,
 );
 
-const claimQuietSql = statement("claim-quiet", (s) => insertSql(s));
+const claimQuietSql = statement("claim-quiet", (s) => `with ${claimCtes(s)} select dedupe_key from inserted`);
 
 // A plain read: it never waits on the row lock a worker holds while the event's handler runs.
 const duplicateSql = statement(

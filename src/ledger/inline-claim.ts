@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type ClaimInput, insertSql, insertValues, withClaimSession } from "./claim.js";
+import { type ClaimInput, claimCtes, insertValues, withClaimSession } from "./claim.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 import { tombstoneDuplicate } from "./tombstone.js";
 
@@ -52,7 +52,7 @@ export type InlineClaimInput = Omit<ClaimInput, "notify" | "arrivedVia">;
 // 'inline', outside the worker's pick predicate, and without the worker's wake-up NOTIFY.
 const inlineClaimSql = statement(
   "inline-claim",
-  (s) => `with inserted as (${insertSql(s, { inline: true })})
+  (s) => `with ${claimCtes(s, { inline: true })}
 select dedupe_key, extract(epoch from next_attempt_at)::text as lease from inserted`,
 );
 

@@ -116,12 +116,13 @@ limit $7::int`,
 
 const showSql = statement(
   "events-show",
-  (s) => `select ${SUMMARY_COLUMNS}, e.payload, e.headers, length(e.body) as body_bytes,
+  (s) => `select ${SUMMARY_COLUMNS}, b.payload, b.headers, length(b.body) as body_bytes,
   encode(e.body_sha256, 'hex') as body_sha256, e.occurred_at, e.entity_type, e.entity_id,
   e.entity_version::text as entity_version,
   coalesce(d.count, 0)::int as duplicates, coalesce(d.body_mismatches, 0)::int as body_mismatches,
   d.last_seen_at
 from ${s}.events e
+join ${s}.event_bodies b on b.source = e.source and b.dedupe_key = e.dedupe_key and b.received_at = e.received_at
 left join ${s}.duplicates d on d.source = e.source and d.dedupe_key = e.dedupe_key
 where e.source = $1::text and e.dedupe_key = $2::text`,
 );

@@ -7,16 +7,21 @@ import { type CountedKey, entityFree, type PickedEvent } from "./pick.js";
 // this waits. The entity lock is taken next to the row lock; a row whose entity another transaction holds is
 // locked all the same, so the batch can give it back. Rows are locked, and returned, in the count's order (oldest
 // due first), as if the events ran one after another: events of one entity in one batch meet the version guard as
-// they would in turn, and the guard makes the entity's final state the same in any order.
+// they would in turn, and the guard makes the entity's final state the same in any order. The payload is read from
+// the event's body row by its whole key, so only the partition of its day is probed (migration 010).
 const lockSql = statement(
   "pick-lock",
   (
     s,
-  ) => `select e.source, e.dedupe_key, e.event_type, e.payload, e.received_at, e.seq, e.occurred_at, e.attempts,
+  ) => `select e.source, e.dedupe_key, e.event_type, b.payload, e.received_at, e.seq, e.occurred_at, e.attempts,
   e.entity_type, e.entity_id, e.entity_version, e.arrived_via,
   e.entity_type is null or e.entity_id is null or ${entityFree(s)} as entity_free
 from unnest($1::text[], $2::text[], $3::int[]) with ordinality as k (source, dedupe_key, attempts, n)
 join ${s}.events e on e.source = k.source and e.dedupe_key = k.dedupe_key and e.attempts = k.attempts
+join lateral (
+  select payload from ${s}.event_bodies b
+  where b.source = e.source and b.dedupe_key = e.dedupe_key and b.received_at = e.received_at
+) b on true
 where e.attempt_started_at is not null and e.status in ('pending', 'failed')
 order by k.n
 for update of e`,

@@ -34,17 +34,24 @@ const markSql = statement(
 select dedupe_key from doomed`,
 );
 
-// Phase 2 deletes the marked rows that are still settled and old (a requeue in between keeps its row) and their
-// duplicate counts, in one statement.
+// Phase 2 deletes the marked rows that are still settled and old (a requeue in between keeps its row), their
+// duplicate counts and, outside the day partitions of event_bodies, their bodies, in one statement. A day
+// partition's bodies go with the partition, all at once (body-partitions.ts), once its whole day is past the
+// horizon; the default partition and the one made for an old ledger's rows (migration 010) are pruned row by row.
 const sweepSql = statement(
   "prune-sweep",
   (s) => `with gone as (
   delete from ${s}.events e
   where e.source = $1::text and e.dedupe_key = any($2::text[])
     and e.status = 'settled' and e.settled_at < $3::timestamptz
-  returning e.dedupe_key
+  returning e.dedupe_key, e.received_at
 ), counts as (
   delete from ${s}.duplicates d using gone where d.source = $1::text and d.dedupe_key = gone.dedupe_key
+), bodies as (
+  delete from ${s}.event_bodies b using gone
+  where b.source = $1::text and b.dedupe_key = gone.dedupe_key and b.received_at = gone.received_at
+    and b.tableoid not in (select c.oid from pg_inherits i join pg_class c on c.oid = i.inhrelid
+      where i.inhparent = '${s}.event_bodies'::regclass and c.relname ~ '^event_bodies_[0-9]{8}$')
 )
 select count(*)::int as n from gone`,
 );

@@ -1,3 +1,4 @@
+import { dropBodyPartitions, makeBodyPartitions } from "../ledger/body-partitions.js";
 import type { LedgerContext, Queryable } from "../ledger/context.js";
 import { countPrunable, expireTombstones, pruneBatch } from "../ledger/prune.js";
 import { horizonRefusals, type HorizonRefusal, type PruneSource } from "./windows.js";
@@ -42,6 +43,8 @@ export interface PruneReport {
   readonly sources: readonly { readonly source: string; readonly pruned: number }[];
   readonly pruned: number;
   readonly tombstonesExpired: number;
+  /** The day partitions of event bodies dropped whole (none with `dryRun`). */
+  readonly partitionsDropped: readonly string[];
 }
 
 /**
@@ -59,8 +62,9 @@ export class PruneRefused extends Error {
 }
 
 /**
- * Prunes each source's settled rows older than the horizon, batch by batch, keeping a tombstone of each key; then
- * expires the tombstones past the second horizon. Throws {@link PruneRefused} before touching anything when a
+ * Prunes each source's settled rows older than the horizon, batch by batch, keeping a tombstone of each key; drops
+ * the day partitions of event bodies past the horizon (and makes those of the days ahead); then expires the
+ * tombstones past the second horizon. Throws {@link PruneRefused} before touching anything when a
  * source's provider can still replay events older than the horizon (unless `force`).
  *
  * @example
@@ -107,6 +111,11 @@ export async function runPrune(
     sources.push({ source: name, pruned });
     total += pruned;
   }
+  let partitionsDropped: readonly string[] = [];
+  if (!options.dryRun && !options.signal?.aborted) {
+    partitionsDropped = (await dropBodyPartitions(db, ledger, before)).dropped;
+    await makeBodyPartitions(db, ledger);
+  }
   const names = options.sources.map((s) => s.name);
   let expired = 0;
   if (options.dryRun) {
@@ -131,5 +140,6 @@ export async function runPrune(
     sources,
     pruned: total,
     tombstonesExpired: expired,
+    partitionsDropped,
   };
 }

@@ -94,9 +94,14 @@ async function pruneOnce(options: PrunerOptions, signal: AbortSignal): Promise<v
         signal,
         ...(options.batchSize !== undefined && { batchSize: options.batchSize }),
       });
-      if (report.pruned > 0 || report.tombstonesExpired > 0) {
+      if (report.pruned > 0 || report.tombstonesExpired > 0 || report.partitionsDropped.length > 0) {
         log.info(
-          { pruned: report.pruned, tombstonesExpired: report.tombstonesExpired, before: report.before },
+          {
+            pruned: report.pruned,
+            tombstonesExpired: report.tombstonesExpired,
+            partitionsDropped: report.partitionsDropped.length,
+            before: report.before,
+          },
           "prune: settled rows deleted, tombstones kept",
         );
       }

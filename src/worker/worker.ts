@@ -2,6 +2,7 @@ import type { ClientConfig } from "pg";
 import type { Pool } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
+import { makeBodyPartitions } from "../ledger/body-partitions.js";
 import { MAX_BATCH } from "../ledger/pick.js";
 import type { AttemptReport } from "./attempt.js";
 import { defaultRetryPolicy, type RetryPolicy } from "./backoff.js";
@@ -132,12 +133,22 @@ export function startWorker(options: WorkerOptions): Worker {
     }
   };
 
+  // The day partitions of event bodies for the week ahead (migration 010), made here because every deployment runs a
+  // worker: without them bodies land in the default partition, where prune deletes them row by row.
+  const makeAhead = () =>
+    makeBodyPartitions(options.pool, options.ledger).catch((error: Error) =>
+      options.log.warn({ err: error.message }, "worker could not make the partitions of the days ahead"),
+    );
+  void makeAhead();
+  const upkeep = setInterval(makeAhead, 6 * 3_600_000).unref();
+
   const slots = Array.from({ length: options.concurrency ?? 4 }, slot);
   const all = Promise.all(slots);
 
   return {
     async stop(graceMs = 10_000) {
       stopping = true;
+      clearInterval(upkeep);
       waker.wakeAll();
       if (!(await finishedWithin(all, graceMs))) {
         // Past the grace: cut the running handlers off. Their connections are destroyed, so their transactions

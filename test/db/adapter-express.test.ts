@@ -100,7 +100,7 @@ for (const [major, express] of expressMajors)
       const payload = stripeBody("evt_express_new");
       assertJson(await postStripe(goodUrl, payload), 200, { status: "accepted", id: "evt_express_new" });
       const { rows } = await t.pool.query<{ status: string; body: Buffer }>(
-        `select status, body from ${t.ledger.s}.events where source = 'stripe' and dedupe_key = 'evt_express_new'`,
+        `select status, body from ${t.ledger.s}.event_records where source = 'stripe' and dedupe_key = 'evt_express_new'`,
       );
       assert.equal(rows.length, 1);
       assert.equal(rows[0]?.status, "pending");
@@ -211,7 +211,7 @@ for (const [major, express] of expressMajors)
         id: "evt_express_raw_first",
       });
       const { rows } = await t.pool.query<{ body: Buffer }>(
-        `select body from ${t.ledger.s}.events where dedupe_key = 'evt_express_raw_first'`,
+        `select body from ${t.ledger.s}.event_records where dedupe_key = 'evt_express_raw_first'`,
       );
       assert.ok(rows[0]?.body.equals(Buffer.from(payload)));
     });

@@ -101,7 +101,7 @@ for (const [major, Fastify] of fastifyMajors)
       const payload = stripeBody("evt_fastify_new");
       assertJson(await post(url, payload), 200, { status: "accepted", id: "evt_fastify_new" });
       const { rows } = await t.pool.query<{ status: string; body: Buffer }>(
-        `select status, body from ${t.ledger.s}.events where source = 'stripe' and dedupe_key = 'evt_fastify_new'`,
+        `select status, body from ${t.ledger.s}.event_records where source = 'stripe' and dedupe_key = 'evt_fastify_new'`,
       );
       assert.equal(rows[0]?.status, "pending");
       assert.ok(rows[0]?.body.equals(Buffer.from(payload)), "the stored body is not the bytes sent");

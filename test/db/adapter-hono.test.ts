@@ -81,7 +81,7 @@ test("hono (node-server): POST a new event → 200 accepted, body byte-exact; ag
   assertJson(await post("/webhooks/stripe", payload), 200, { status: "accepted", id: "evt_hono_new" });
   assertJson(await post("/webhooks/stripe", payload), 200, { status: "duplicate", id: "evt_hono_new" });
   const { rows } = await t.pool.query<{ body: Buffer }>(
-    `select body from ${t.ledger.s}.events where source = 'stripe' and dedupe_key = 'evt_hono_new'`,
+    `select body from ${t.ledger.s}.event_records where source = 'stripe' and dedupe_key = 'evt_hono_new'`,
   );
   assert.ok(rows[0]?.body.equals(Buffer.from(payload)), "the stored body is not the bytes sent");
   assert.deepEqual(await counts("evt_hono_new", "stripe"), { events: 1, duplicates: 1 });

@@ -153,7 +153,7 @@ test("claimEvent stores the body byte-exact with its sha256", async () => {
     arrivedVia: "delivery",
   });
   const r = await t.pool.query(
-    `select body, body_sha256 = sha256(body) as hash_ok, headers, secret_index from "${t.schema}".events where dedupe_key = 'evt_bytes'`,
+    `select body, body_sha256 = sha256(body) as hash_ok, headers, secret_index from "${t.schema}".event_records where dedupe_key = 'evt_bytes'`,
   );
   assert.ok(Buffer.compare(r.rows[0].body, body) === 0);
   assert.equal(r.rows[0].hash_ok, true);
@@ -194,7 +194,7 @@ test("claimEvent accepts a payload with U+0000, storing U+FFFD in the jsonb and 
   });
   assert.equal(result.status, "accepted");
   const r = await t.pool.query(
-    `select body, payload->>'note' as note from "${t.schema}".events where dedupe_key = 'evt_nul'`,
+    `select body, payload->>'note' as note from "${t.schema}".event_records where dedupe_key = 'evt_nul'`,
   );
   assert.equal(r.rows[0].note, "a\ufffdb");
   assert.ok(Buffer.compare(r.rows[0].body, body) === 0);

@@ -68,7 +68,7 @@ test("POST a new event → 200 accepted and one pending row, body byte-exact wit
     arrived_via: string;
   }>(
     `select status, event_type, body, body_sha256, headers, secret_index, arrived_via
-       from ${t.ledger.s}.events where source = 'stripe' and dedupe_key = 'evt_new'`,
+       from ${t.ledger.s}.event_records where source = 'stripe' and dedupe_key = 'evt_new'`,
   );
   assert.equal(rows.length, 1);
   const row = rows[0];
@@ -203,7 +203,7 @@ test("POST a GitHub body again under a new X-GitHub-Delivery → 200 duplicate o
     dedupe_key: string;
     event_type: string;
     headers: Record<string, string>;
-  }>(`select dedupe_key, event_type, headers from ${t.ledger.s}.events where source = 'github'`);
+  }>(`select dedupe_key, event_type, headers from ${t.ledger.s}.event_records where source = 'github'`);
   assert.equal(rows.length, 1);
   assert.equal(rows[0]?.dedupe_key, first);
   assert.equal(rows[0]?.event_type, "pull_request.opened");

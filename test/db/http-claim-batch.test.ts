@@ -72,7 +72,7 @@ test("64 concurrent new deliveries → 64 × 200 accepted, exactly 64 rows, each
   // The edge hands the hash it took for its cache to the batch (not hashed twice): it must be the stored body's.
   const { rows } = await t.pool.query(
     `select count(*)::int as n, count(*) filter (where body_sha256 = sha256(body))::int as hashed
-     from ${t.ledger.s}.events where dedupe_key like 'evt_many_%'`,
+     from ${t.ledger.s}.event_records where dedupe_key like 'evt_many_%'`,
   );
   assert.deepEqual(rows[0], { n: 64, hashed: 64 });
 });

@@ -52,7 +52,7 @@ test("fetch adapter: POST a new event → 200 accepted and one pending row, body
   const payload = stripeBody("evt_fetch_new");
   await assertJson(await postStripe(payload), 200, { status: "accepted", id: "evt_fetch_new" });
   const { rows } = await t.pool.query<{ status: string; body: Buffer; body_sha256: Buffer; headers: object }>(
-    `select status, body, body_sha256, headers from ${t.ledger.s}.events
+    `select status, body, body_sha256, headers from ${t.ledger.s}.event_records
       where source = 'stripe' and dedupe_key = 'evt_fetch_new'`,
   );
   assert.equal(rows.length, 1);
@@ -155,7 +155,9 @@ test(
       message: "the body exceeds this source's size limit",
     });
     assert.equal(cancelled, true, "the rest of the stream was not cancelled");
-    const { rows } = await t.pool.query(`select 1 from ${t.ledger.s}.events where octet_length(body) > 4096`);
+    const { rows } = await t.pool.query(
+      `select 1 from ${t.ledger.s}.event_records where octet_length(body) > 4096`,
+    );
     assert.equal(rows.length, 0);
   },
 );

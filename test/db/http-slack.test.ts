@@ -99,7 +99,7 @@ test("POST a signed slash command (form-encoded) → an empty 200 (Slack shows t
   assert.equal(reply.status, 200);
   assert.equal(reply.text, "");
   const { rows } = await t.pool.query<{ event_type: string; payload: Record<string, string>; body: Buffer }>(
-    `select event_type, payload, body from ${t.ledger.s}.events
+    `select event_type, payload, body from ${t.ledger.s}.event_records
       where source = 'slack' and dedupe_key = '398738663015.47445629121.803a0bc8'`,
   );
   assert.equal(rows[0]?.event_type, "command:/deploy");

@@ -87,7 +87,7 @@ test("replayStripe pages 250 events and claims only the 50 missing, oldest first
     ]);
     assert.equal(dup.length, 0, "events already in the ledger are not counted as duplicate deliveries");
     const { rows: body } = await t.pool.query<{ body: Buffer }>(
-      `select body from ${t.ledger.s}.events where source = $1 and dedupe_key = 'evt_000'`,
+      `select body from ${t.ledger.s}.event_records where source = $1 and dedupe_key = 'evt_000'`,
       [source],
     );
     assert.deepEqual(JSON.parse(body[0]?.body.toString("utf8") ?? "{}"), events[0]);

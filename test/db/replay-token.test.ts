@@ -50,7 +50,7 @@ after(async () => {
 
 async function row(id: string) {
   const { rows } = await t.pool.query<{ arrived_via: string; secret_index: number | null; headers: object }>(
-    `select arrived_via, secret_index, headers from ${t.ledger.s}.events where dedupe_key = $1`,
+    `select arrived_via, secret_index, headers from ${t.ledger.s}.event_records where dedupe_key = $1`,
     [id],
   );
   return rows[0];

@@ -28,12 +28,16 @@ export async function seedEvents(
     const status = r.status ?? "pending";
     const payload = r.payload ?? { id: r.id };
     await db.query(
-      `insert into ${ledger.s}.events (source, dedupe_key, event_type, body, body_sha256, payload, headers, status,
-         outcome, attempts, last_error, received_at, settled_at, next_attempt_at)
-       select $1::text, $2::text, $3::text, convert_to($4::text, 'utf8'), sha256(convert_to($4::text, 'utf8')),
-         $4::jsonb, $5::jsonb, $6::text, $7::text, $8::int, $9::text, r, r + $11::float8 * interval '1 second',
-         now() + $12::float8 * interval '1 second'
-       from (select now() - $10::float8 * interval '1 second' as r) t`,
+      `with e as (
+         insert into ${ledger.s}.events (source, dedupe_key, event_type, body_sha256, status, outcome, attempts,
+           last_error, received_at, settled_at, next_attempt_at)
+         select $1::text, $2::text, $3::text, sha256(convert_to($4::text, 'utf8')), $6::text, $7::text, $8::int,
+           $9::text, r, r + $11::float8 * interval '1 second', now() + $12::float8 * interval '1 second'
+         from (select now() - $10::float8 * interval '1 second' as r) t
+         returning source, dedupe_key, received_at
+       )
+       insert into ${ledger.s}.event_bodies (source, dedupe_key, received_at, body, payload, headers)
+       select source, dedupe_key, received_at, convert_to($4::text, 'utf8'), $4::jsonb, $5::jsonb from e`,
       [
         r.source ?? "test",
         r.id,
@@ -60,11 +64,16 @@ export async function seedDead(
   count: number,
 ): Promise<void> {
   await db.query(
-    `insert into ${ledger.s}.events (source, dedupe_key, event_type, body, body_sha256, payload, status, attempts,
-       last_error, received_at)
-     select $1::text, 'evt_' || i, 'bulk.event', '\\x7b7d'::bytea, sha256('\\x7b7d'::bytea), '{}', 'dead', 10, 'boom',
-       now() - i * interval '1 millisecond'
-     from generate_series(1, $2::int) i`,
+    `with e as (
+       insert into ${ledger.s}.events (source, dedupe_key, event_type, body_sha256, status, attempts, last_error,
+         received_at)
+       select $1::text, 'evt_' || i, 'bulk.event', sha256('\\x7b7d'::bytea), 'dead', 10, 'boom',
+         now() - i * interval '1 millisecond'
+       from generate_series(1, $2::int) i
+       returning source, dedupe_key, received_at
+     )
+     insert into ${ledger.s}.event_bodies (source, dedupe_key, received_at, body, payload)
+     select source, dedupe_key, received_at, '\\x7b7d'::bytea, '{}' from e`,
     [source, count],
   );
 }

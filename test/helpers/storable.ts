@@ -107,7 +107,7 @@ export async function storedRow(t: TestLedger, source: string, id: string): Prom
   const { rows } = await t.pool.query<StoredRow>(
     `select dedupe_key, event_type, body, payload, occurred_at::text, entity_type, entity_id,
             entity_version::text
-       from ${t.ledger.s}.events where source = $1::text and dedupe_key = $2::text`,
+       from ${t.ledger.s}.event_records where source = $1::text and dedupe_key = $2::text`,
     [source, id],
   );
   return rows[0];

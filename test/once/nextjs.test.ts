@@ -126,7 +126,7 @@ async function row(id: string) {
   const ledger = t as TestLedger;
   const { rows } = await ledger.pool.query<{ status: string; duplicates: number; body: Buffer }>(
     `select e.status, coalesce(d.count, 0)::int as duplicates, e.body
-       from ${ledger.ledger.s}.events e
+       from ${ledger.ledger.s}.event_records e
        left join ${ledger.ledger.s}.duplicates d on d.source = e.source and d.dedupe_key = e.dedupe_key
       where e.source = 'stripe' and e.dedupe_key = $1`,
     [id],

@@ -91,6 +91,9 @@ function formatReport(report: PruneReport): string {
     `${report.dryRun ? "dry run: " : ""}${verb} ${report.pruned.toLocaleString("en")} settled rows settled before ${report.before}`,
     ...lines,
     `${verb} ${report.tombstonesExpired.toLocaleString("en")} tombstones of events received before ${report.tombstonesBefore}`,
+    ...(report.partitionsDropped.length > 0
+      ? [`dropped ${report.partitionsDropped.length} day partitions of event bodies`]
+      : []),
     "",
   ].join("\n");
 }
