@@ -77,17 +77,17 @@ export async function dropBodyPartitions(
   let kept = 0;
   for (const part of await dayPartitions(db, ledger)) {
     if (part.end > before) continue;
-    const live = await db.query<{ source: string; dedupe_key: string; received_at: Date }>(
-      `select b.source, b.dedupe_key, b.received_at from ${ledger.s}.${quoteIdent(part.name)} b
-       join ${ledger.s}.events e
-         on e.source = b.source and e.dedupe_key = b.dedupe_key and e.received_at = b.received_at
-       limit ${KEEP_LIMIT + 1}`,
-    );
-    if (live.rows.length > KEEP_LIMIT) {
-      skipped.push(part.name);
-      continue;
-    }
     try {
+      const live = await db.query<{ source: string; dedupe_key: string; received_at: Date }>(
+        `select b.source, b.dedupe_key, b.received_at from ${ledger.s}.${quoteIdent(part.name)} b
+         join ${ledger.s}.events e
+           on e.source = b.source and e.dedupe_key = b.dedupe_key and e.received_at = b.received_at
+         limit ${KEEP_LIMIT + 1}`,
+      );
+      if (live.rows.length > KEEP_LIMIT) {
+        skipped.push(part.name);
+        continue;
+      }
       const done = await db.query<{ kept: number }>(
         `select ${ledger.s}.drop_body_partition($1::text, $2::text[], $3::text[], $4::timestamptz[]) as kept`,
         [
@@ -100,8 +100,11 @@ export async function dropBodyPartitions(
       dropped.push(part.name);
       kept += done.rows[0]?.kept ?? 0;
     } catch (error) {
+      const code = (error as { code?: string }).code;
+      // 42P01: another prune dropped it first.
+      if (code === "42P01") continue;
       // 55P03: the lock was not granted within drop_body_partition's 100 ms (a worker's batch is reading bodies).
-      if ((error as { code?: string }).code !== "55P03") throw error;
+      if (code !== "55P03") throw error;
       skipped.push(part.name);
     }
   }
