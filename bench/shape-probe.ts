@@ -1,10 +1,12 @@
-// A probe, not the benchmark (issue 9): the ledger's shape. `wide` is the shipped ledger (one row per event, made by
-// migrate()); `split` is hand-written here: a narrow key table (the claim's conflict target, settled in place, and
-// the tombstone once the body is gone), the bodies partitioned by day, and a queue of unsettled events. Per shape,
-// in fresh schemas each round, shapes alternating first: (1) the batched claim (batches of 50 via unnest, 4
-// connections), (2) a worker cycle on that backlog (pick 50 due with FOR UPDATE SKIP LOCKED, settle, commit; 4
-// connections) with the HOT ratio of the settle and the sizes after, (3) the pick's latency under claim+settle churn
-// while another session holds a snapshot (xmin) open, (4) pruning one day of a two-day ledger of settled rows.
+// A probe, not the benchmark (issue 9): the ledger's shape. `shipped` is the ledger migrate() makes (migration 010:
+// a narrow `events` row per event, holding its key and state, and its body, payload and headers in `event_bodies`,
+// partitioned by day); `split` is hand-written here: a narrow key table (the claim's conflict target, settled in
+// place, and the tombstone once the body is gone), the bodies partitioned by day, and a queue of unsettled events.
+// Per shape, in fresh schemas each round, shapes alternating first: (1) the batched claim (batches of 50 via
+// unnest, 4 connections), (2) a worker cycle on that backlog (pick 50 due with FOR UPDATE SKIP LOCKED, settle,
+// commit; 4 connections) with the HOT ratio of the settle and the sizes after (all of the shape's tables, their
+// partitions included), (3) the pick's latency under claim+settle churn while another session holds a snapshot
+// (xmin) open, (4) pruning one day of a two-day ledger of settled rows.
 // CPU is the server backends' (/proc/<pid>/stat, so the server must run on this machine) and this process's.
 // `node --import tsx bench/shape-probe.ts` — env DATABASE_URL, PROBE_ROUNDS (3), PROBE_ROWS (20000: claim and
 // worker), PROBE_CHURN_SECONDS (60), PROBE_CHURN_RATE (500 events/s), PROBE_PRUNE_ROWS (200000, over 2 days),
@@ -14,6 +16,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { migrate } from "../src/db/migrate.js";
 import { createPool, type Pool, type PoolClient, quoteIdent } from "../src/db/pool.js";
+import { dropBodyPartitions } from "../src/ledger/body-partitions.js";
 import { batchRow, insertClaimBatch } from "../src/ledger/claim-batch-insert.js";
 import { ledgerContext, type LedgerContext } from "../src/ledger/context.js";
 import { pruneBatch } from "../src/ledger/prune.js";
@@ -32,14 +35,14 @@ const pruneRows = Number(process.env.PROBE_PRUNE_ROWS ?? 200_000);
 const phases = new Set((process.env.PROBE_PHASES ?? "claim,worker,churn,prune").split(","));
 const fillfactor = Number(process.env.SPLIT_FILLFACTOR ?? 50);
 // "random": the body's padding is random base64url instead of bench/lib/stripe.ts's "x…" (which pglz compresses
-// to almost nothing, so the wide row stays small and inline).
+// to almost nothing, so the body row stays small and inline).
 const randomPad = process.env.PROBE_PAD === "random";
 const BATCH = 50;
 const CONNECTIONS = 4;
 const SOURCE = "stripe";
 
-type Shape = "wide" | "split";
-const SHAPES: readonly Shape[] = ["wide", "split"];
+type Shape = "shipped" | "split";
+const SHAPES: readonly Shape[] = ["shipped", "split"];
 
 // One claimed delivery as the batched claim sends it: its insert values (claim.ts insertValues order: source,
 // dedupe_key, event_type, body, body_sha256, dedupe_on_body, payload, headers, secret_index, entity_type,
@@ -185,18 +188,21 @@ const splitClaimSql = (s: string) => `with r as (
 )
 select source, dedupe_key from k`;
 
-// The pick: wide walks events_due with the worker's predicate (pick.ts); split walks the queue and reads the
-// payload from the body (a lateral probe per event, so the partition is pruned at run time and the body is read
-// by its key, however the planner sizes the tables). Both return what the handler needs and the batch's
-// transaction id (the settle's fence).
+// The pick: shipped walks events_due with the worker's predicate (pick.ts) and reads the payload from the event's
+// body row by its whole key (pick-lock.ts); split walks the queue and reads the payload from the body. Both probe
+// the body laterally per event, so the partition is pruned at run time and the body is read by its key, however
+// the planner sizes the tables; only the key row (shipped) or the queue row (split) is locked. Both return what
+// the handler needs and the batch's transaction id (the settle's fence).
 const pickSql: Record<Shape, (s: string) => string> = {
-  wide: (s) => `select e.source, e.dedupe_key, e.event_type, e.payload, e.attempts,
+  shipped: (s) => `select e.source, e.dedupe_key, e.event_type, b.payload, e.attempts,
   pg_current_xact_id()::text as xid
 from ${s}.events e
+cross join lateral (select payload from ${s}.event_bodies
+  where source = e.source and dedupe_key = e.dedupe_key and received_at = e.received_at) b
 where e.status in ('pending', 'failed') and e.next_attempt_at <= now()
 order by e.next_attempt_at
 limit $1::int
-for update skip locked`,
+for update of e skip locked`,
   split: (s) => `with q as (
   select source, dedupe_key, received_at, attempts from ${s}.event_queue
   where next_attempt_at <= now()
@@ -229,7 +235,7 @@ interface Ledger {
   readonly schema: string;
   readonly s: string;
   readonly ledger: LedgerContext;
-  /** The tables whose update, dead-tuple and size figures count. */
+  /** The tables (with their partitions) whose update and dead-tuple figures count. */
   readonly tables: readonly string[];
 }
 
@@ -246,22 +252,33 @@ async function makeLedger(shape: Shape): Promise<Ledger> {
   const schema = `shape_${shape}_${randomBytes(4).toString("hex")}`;
   made.add(schema);
   const s = quoteIdent(schema);
-  if (shape === "wide") await migrate(admin, schema);
+  if (shape === "shipped") await migrate(admin, schema);
   else await admin.query(splitDdl(s, partitionDays));
   return {
     shape,
     schema,
     s,
     ledger: ledgerContext(schema),
-    tables: shape === "wide" ? ["events"] : ["event_keys", "event_queue"],
+    tables: shape === "shipped" ? ["events", "event_bodies"] : ["event_keys", "event_queue"],
   };
 }
 
-// The shape's tables, for ANALYZE and VACUUM (autovacuum may be off, as on the probe's machine).
-function mainTables(l: Ledger): string {
-  const names = l.shape === "wide" ? ["events"] : ["event_keys", "event_bodies", "event_queue"];
-  return names.map((n) => `${l.s}.${n}`).join(", ");
+// The shape's tables: what ANALYZE and VACUUM cover (autovacuum may be off, as on the probe's machine; a
+// partitioned table's covers its partitions) and what the sizes sum.
+function tableNames(l: Ledger): string[] {
+  return l.shape === "shipped" ? ["events", "event_bodies"] : ["event_keys", "event_bodies", "event_queue"];
 }
+
+function mainTables(l: Ledger): string {
+  return tableNames(l)
+    .map((n) => `${l.s}.${n}`)
+    .join(", ");
+}
+
+// Each named table of the schema ($1, $2) and its partitions: pg_partition_tree lists nothing for a plain table.
+const treeSql = `select t.oid from unnest($2::text[]) as n (name)
+  cross join lateral (select format('%I.%I', $1::text, n.name)::regclass::oid as oid) r
+  cross join lateral (select r.oid union select p.relid::oid from pg_partition_tree(r.oid::regclass) p) t`;
 
 async function dropLedger(l: Ledger): Promise<void> {
   await admin.query(`drop schema if exists ${l.s} cascade`);
@@ -304,7 +321,7 @@ async function measured<T>(
 }
 
 async function claimBatch(client: PoolClient, l: Ledger, rows: readonly Row[]): Promise<number> {
-  if (l.shape === "wide") return (await insertClaimBatch(client, l.ledger, rows, undefined)).size;
+  if (l.shape === "shipped") return (await insertClaimBatch(client, l.ledger, rows, undefined)).size;
   const r = await client.query({
     name: `probe.${l.schema}.claim`,
     text: splitClaimSql(l.s),
@@ -327,7 +344,7 @@ async function workerCycle(client: PoolClient, l: Ledger, limit: number): Promis
     if (n > 0 && xid !== undefined) {
       const sources = picked.rows.map((r) => r.source);
       const keys = picked.rows.map((r) => r.dedupe_key);
-      if (l.shape === "wide") {
+      if (l.shape === "shipped") {
         const ok = await settleAttempts(
           client,
           l.ledger,
@@ -338,7 +355,7 @@ async function workerCycle(client: PoolClient, l: Ledger, limit: number): Promis
           })),
           xid,
         );
-        if (!ok) throw new Error("wide settle did not settle the batch");
+        if (!ok) throw new Error("shipped settle did not settle the batch");
       } else {
         const r = await client.query<{ n: number }>({
           name: `probe.${l.schema}.settle`,
@@ -366,7 +383,7 @@ async function tableStats(l: Ledger): Promise<Stats> {
   const r = await admin.query<{ upd: string; hot: string; dead: string }>(
     `select coalesce(sum(n_tup_upd), 0) as upd, coalesce(sum(n_tup_hot_upd), 0) as hot,
        coalesce(sum(n_dead_tup), 0) as dead
-     from pg_stat_user_tables where schemaname = $1::text and relname = any($2::text[])`,
+     from pg_stat_user_tables where relid in (${treeSql})`,
     [l.schema, l.tables],
   );
   const row = r.rows[0];
@@ -376,9 +393,8 @@ async function tableStats(l: Ledger): Promise<Stats> {
 async function sizes(l: Ledger): Promise<{ heapMB: number; indexMB: number }> {
   const r = await admin.query<{ heap: string; idx: string }>(
     `select coalesce(sum(pg_table_size(c.oid)), 0) as heap, coalesce(sum(pg_indexes_size(c.oid)), 0) as idx
-     from pg_class c join pg_namespace n on n.oid = c.relnamespace
-     where n.nspname = $1::text and c.relkind = 'r'`,
-    [l.schema],
+     from pg_class c where c.oid in (${treeSql}) and c.relkind = 'r'`,
+    [l.schema, tableNames(l)],
   );
   const row = r.rows[0];
   return { heapMB: Number(row?.heap ?? 0) / 2 ** 20, indexMB: Number(row?.idx ?? 0) / 2 ** 20 };
@@ -535,8 +551,9 @@ async function churnPhase(l: Ledger, rows: readonly Row[]) {
 }
 
 // Phase 4: `pruneRows` settled events received evenly over two days (pruneDay0 and the day after), then the first
-// day pruned: wide by the product's prune (tombstones, then deletes, 1,000 a batch) and the VACUUM it leaves to do;
-// split by dropping the day's body partition after checking that none of its keys is unsettled.
+// day pruned: shipped by the product's prune (tombstones, then deletes of the key rows, 1,000 a batch, then the drop
+// of the day's body partition, as runPrune does) and the VACUUM it leaves to do; split by dropping the day's body
+// partition after checking that none of its keys is unsettled.
 async function prunePhase(l: Ledger) {
   // One body for all rows (ids replaced): with PROBE_PAD=random its padding is as incompressible as each claim's.
   const template = probeBody({ id: "@ID@", subscription: "@SUB@", created: 1_767_225_600, status: "active" });
@@ -548,12 +565,19 @@ async function prunePhase(l: Ledger) {
       $2::timestamptz + i * (interval '2 days' / $3::int) as t
     from generate_series(0, $3::int - 1) as i) g`;
   const values = [template, pruneDay0, pruneRows];
-  if (l.shape === "wide") {
+  if (l.shape === "shipped") {
+    // migrate() makes partitions from today on; without the fill days' own, their bodies would land in the default
+    // partition and the prune could not drop the day.
+    await admin.query(`select ${l.s}.make_body_partitions($1::timestamptz, 3::int)`, [pruneDay0]);
     await admin.query(
-      `insert into ${l.s}.events (source, dedupe_key, event_type, body, body_sha256, payload, entity_type, entity_id,
-         entity_version, received_at, settled_at, status, outcome, attempts, next_attempt_at)
-       select source, dedupe_key, event_type, b, body_sha256, payload, entity_type, entity_id, entity_version,
-         received_at, settled_at, 'settled', 'applied', 1, received_at from (${fill}) f`,
+      `with f as (${fill}), k as (
+         insert into ${l.s}.events (source, dedupe_key, event_type, body_sha256, entity_type, entity_id,
+           entity_version, received_at, settled_at, status, outcome, attempts, next_attempt_at)
+         select source, dedupe_key, event_type, body_sha256, entity_type, entity_id, entity_version, received_at,
+           settled_at, 'settled', 'applied', 1, received_at from f
+       )
+       insert into ${l.s}.event_bodies (source, dedupe_key, received_at, body, payload)
+       select source, dedupe_key, received_at, b, payload from f`,
       values,
     );
   } else {
@@ -569,17 +593,23 @@ async function prunePhase(l: Ledger) {
       values,
     );
   }
-  await admin.query(`vacuum analyze ${l.s}.${l.shape === "wide" ? "events" : "event_keys"}`);
+  await admin.query(`vacuum analyze ${l.shape === "shipped" ? mainTables(l) : `${l.s}.event_keys`}`);
   await admin.query("checkpoint");
   const before = new Date(pruneDay0.getTime() + dayMs);
   const lsn = await walLsn();
   const t0 = performance.now();
   let pruned = 0;
-  if (l.shape === "wide") {
+  if (l.shape === "shipped") {
     for (;;) {
       const batch = await pruneBatch(admin, l.ledger, { source: SOURCE, before, limit: 1000 });
       if (batch.marked === 0) break;
       pruned += batch.pruned;
+    }
+    const drop = await dropBodyPartitions(admin, l.ledger, before);
+    const day = `event_bodies_${pruneDay0.toISOString().slice(0, 10).replaceAll("-", "")}`;
+    // The day's last rows may settle past the horizon (received within a second of it): their bodies are kept.
+    if (!drop.dropped.includes(day) || drop.kept > 2) {
+      throw new Error(`shipped: dropped ${drop.dropped.join(", ") || "nothing"}, kept ${drop.kept} bodies`);
     }
   } else {
     const day = pruneDay0.toISOString().slice(0, 10);
@@ -610,10 +640,10 @@ async function prunePhase(l: Ledger) {
   const walMB = (await walSince(lsn)) / 2 ** 20;
   let vacuumMs = 0;
   let vacuumWalMB = 0;
-  if (l.shape === "wide") {
+  if (l.shape === "shipped") {
     const vlsn = await walLsn();
     const v0 = performance.now();
-    await admin.query(`vacuum ${l.s}.events`);
+    await admin.query(`vacuum ${mainTables(l)}`);
     vacuumMs = performance.now() - v0;
     vacuumWalMB = (await walSince(vlsn)) / 2 ** 20;
   }
@@ -642,13 +672,13 @@ function fmt(n: number): string {
 }
 
 function printTable(): void {
-  console.log("\nfigure                              shape   median  rounds");
+  console.log("\nfigure                              shape     median  rounds");
   for (const [name, byShape] of figures) {
     for (const shape of SHAPES) {
       const values = byShape.get(shape);
       if (!values) continue;
       console.log(
-        `${name.padEnd(35)} ${shape.padEnd(5)} ${fmt(median(values)).padStart(8)}  ${values.map(fmt).join(" / ")}`,
+        `${name.padEnd(35)} ${shape.padEnd(7)} ${fmt(median(values)).padStart(8)}  ${values.map(fmt).join(" / ")}`,
       );
     }
   }
@@ -713,12 +743,12 @@ try {
           const r = await prunePhase(p);
           record("prune one day: ms", shape, r.ms);
           record("prune one day: WAL MB", shape, r.walMB);
-          if (shape === "wide") {
+          if (shape === "shipped") {
             record("prune: vacuum after, ms", shape, r.vacuumMs);
             record("prune: vacuum after, WAL MB", shape, r.vacuumWalMB);
           }
           console.log(
-            `round ${round + 1} ${shape} prune: ${r.pruned} rows in ${fmt(r.ms)} ms, WAL ${fmt(r.walMB)} MB${shape === "wide" ? `; vacuum ${fmt(r.vacuumMs)} ms, WAL ${fmt(r.vacuumWalMB)} MB` : ""}`,
+            `round ${round + 1} ${shape} prune: ${r.pruned} rows in ${fmt(r.ms)} ms, WAL ${fmt(r.walMB)} MB${shape === "shipped" ? `; vacuum ${fmt(r.vacuumMs)} ms, WAL ${fmt(r.vacuumWalMB)} MB` : ""}`,
           );
         } finally {
           await dropLedger(p);
