@@ -44,6 +44,19 @@ async function dayPartitions(db: Queryable, ledger: LedgerContext): Promise<DayP
 }
 
 /**
+ * Where the partition of an old ledger's bodies ends (`event_bodies_before_YYYYMMDD`, made by migration 010 for rows
+ * older than its window), or `null` when there is none: prune deletes the bodies below it row by row until it can
+ * drop the partition whole.
+ *
+ * @example
+ * const end = await oldBodiesEnd(pool, ledger);
+ */
+export async function oldBodiesEnd(db: Queryable, ledger: LedgerContext): Promise<Date | null> {
+  const ends = (await dayPartitions(db, ledger)).filter((p) => p.name.startsWith("event_bodies_before_"));
+  return ends.length === 0 ? null : new Date(Math.max(...ends.map((p) => p.end.getTime())));
+}
+
+/**
  * What {@link dropBodyPartitions} did: the partitions dropped, the bodies of live events they held (kept, copied to
  * the default partition), and the partitions left for a later run (too many live events, or busy).
  */

@@ -11,6 +11,11 @@ export interface PruneBatch {
   /** Rows settled before this instant go. */
   readonly before: Date;
   readonly limit: number;
+  /**
+   * Where the partition of an old ledger's bodies ends (migration 010, `event_bodies_before_…`), when there is one:
+   * the bodies of rows received before it are deleted with their rows (body-partitions.ts, `oldBodiesEnd`).
+   */
+  readonly oldBodiesEnd?: Date | null;
 }
 
 // Phase 1 marks: the batch's oldest settled rows (rows locked by anyone else are skipped, never waited for) get a
@@ -35,9 +40,10 @@ select dedupe_key from doomed`,
 );
 
 // Phase 2 deletes the marked rows that are still settled and old (a requeue in between keeps its row), their
-// duplicate counts and, outside the day partitions of event_bodies, their bodies, in one statement. A day
-// partition's bodies go with the partition, all at once (body-partitions.ts), once its whole day is past the
-// horizon; the default partition and the one made for an old ledger's rows (migration 010) are pruned row by row.
+// duplicate counts and the bodies that would outlive their day: those in the default partition (kept when their day
+// was dropped, or claimed when it had no partition) and those in an old ledger's partition (rows received before
+// `$4`). Bodies in a day partition go with the partition, all at once (body-partitions.ts), once their whole day is
+// past the horizon: they are never probed here, one by one.
 const sweepSql = statement(
   "prune-sweep",
   (s) => `with gone as (
@@ -47,11 +53,13 @@ const sweepSql = statement(
   returning e.dedupe_key, e.received_at
 ), counts as (
   delete from ${s}.duplicates d using gone where d.source = $1::text and d.dedupe_key = gone.dedupe_key
-), bodies as (
-  delete from ${s}.event_bodies b using gone
+), kept_bodies as (
+  delete from ${s}.event_bodies_default b using gone
   where b.source = $1::text and b.dedupe_key = gone.dedupe_key and b.received_at = gone.received_at
-    and b.tableoid not in (select c.oid from pg_inherits i join pg_class c on c.oid = i.inhrelid
-      where i.inhparent = '${s}.event_bodies'::regclass and c.relname ~ '^event_bodies_[0-9]{8}$')
+), old_bodies as (
+  delete from ${s}.event_bodies b using gone
+  where gone.received_at < $4::timestamptz
+    and b.source = $1::text and b.dedupe_key = gone.dedupe_key and b.received_at = gone.received_at
 )
 select count(*)::int as n from gone`,
 );
@@ -77,7 +85,7 @@ export async function pruneBatch(
   if (marked.rows.length === 0) return { marked: 0, pruned: 0 };
   const swept = await db.query<{ n: number }>({
     ...sweepSql(ledger),
-    values: [batch.source, marked.rows.map((r) => r.dedupe_key), batch.before],
+    values: [batch.source, marked.rows.map((r) => r.dedupe_key), batch.before, batch.oldBodiesEnd ?? null],
   });
   return { marked: marked.rows.length, pruned: swept.rows[0]?.n ?? 0 };
 }

@@ -1,4 +1,4 @@
-import { dropBodyPartitions, makeBodyPartitions } from "../ledger/body-partitions.js";
+import { dropBodyPartitions, makeBodyPartitions, oldBodiesEnd } from "../ledger/body-partitions.js";
 import type { LedgerContext, Queryable } from "../ledger/context.js";
 import { countPrunable, expireTombstones, pruneBatch } from "../ledger/prune.js";
 import { horizonRefusals, type HorizonRefusal, type PruneSource } from "./windows.js";
@@ -95,6 +95,7 @@ export async function runPrune(
   const before = new Date(now - options.olderThanMs);
   const tombstonesBefore = new Date(now - options.tombstonesOlderThanMs);
   const limit = options.batchSize ?? 1000;
+  const oldEnd = options.dryRun ? null : await oldBodiesEnd(db, ledger);
   const sources: { source: string; pruned: number }[] = [];
   let total = 0;
   for (const { name } of options.sources) {
@@ -102,7 +103,7 @@ export async function runPrune(
     if (options.dryRun) pruned = await countPrunable(db, ledger, name, before);
     else {
       while (!options.signal?.aborted) {
-        const batch = await pruneBatch(db, ledger, { source: name, before, limit });
+        const batch = await pruneBatch(db, ledger, { source: name, before, limit, oldBodiesEnd: oldEnd });
         if (batch.marked === 0) break;
         pruned += batch.pruned;
         options.onProgress?.({ source: name, pruned: total + pruned, expired: 0 });

@@ -3,7 +3,7 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { after, before, test } from "node:test";
 import { createPool, Handlers, silentLogger, startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
-import { claimTestEvent } from "../helpers/events.js";
+import { claimNumbered, eventStates } from "../helpers/events.js";
 import { spawnWorkerFixture } from "../helpers/worker-fixture.js";
 
 // docs/architecture.md §6: a worker killed mid-batch applies nothing twice and leaves nothing stuck; attempts are
@@ -36,29 +36,8 @@ function spawnWorker(mode: "hang" | "exit", only: string, maxAttempts?: number) 
   });
 }
 
-async function claim(prefix: string, count: number): Promise<string[]> {
-  const ids = Array.from({ length: count }, (_, i) => `${prefix}_${String(i).padStart(2, "0")}`);
-  for (const id of ids) await claimTestEvent(t.pool, t.ledger, { source: "kill", id });
-  return ids;
-}
-
-interface Row {
-  dedupe_key: string;
-  status: string;
-  outcome: string | null;
-  attempts: number;
-  last_error: string | null;
-  settled_at: Date | null;
-}
-
-async function rows(prefix: string): Promise<Row[]> {
-  const { rows } = await t.pool.query<Row>(
-    `select dedupe_key, status, outcome, attempts, last_error, settled_at from ${t.ledger.s}.events
-     where dedupe_key like $1 order by dedupe_key`,
-    [`${prefix}\\_%`],
-  );
-  return rows;
-}
+const claim = (prefix: string, count: number) => claimNumbered(t.pool, t.ledger, "kill", prefix, count);
+const rows = (prefix: string) => eventStates(t.pool, t.ledger, prefix);
 
 async function writes(prefix: string): Promise<Map<string, string[]>> {
   const { rows } = await t.pool.query<{ event_id: string; worker: string }>(

@@ -12,7 +12,7 @@ import {
   type WorkerOptions,
 } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
-import { claimTestEvent } from "../helpers/events.js";
+import { claimNumbered, type EventState, eventStates } from "../helpers/events.js";
 
 // docs/architecture.md §6 and "Batches": a worker runs due events in batches, one transaction each, every event in a
 // savepoint of its own; a failing handler rolls back only its own writes, and a handler that ends the transaction
@@ -56,27 +56,11 @@ async function withWorker(handlers: Handlers, extra: Extra, body: (worker: Worke
   }
 }
 
-async function claim(source: string, count: number): Promise<string[]> {
-  const ids = Array.from({ length: count }, (_, i) => `${source}_${String(i).padStart(2, "0")}`);
-  for (const id of ids) await claimTestEvent(t.pool, t.ledger, { source, id });
-  return ids;
-}
+// Each test claims under a source of its own, ids prefixed with the source.
+const claim = (source: string, count: number) => claimNumbered(t.pool, t.ledger, source, source, count);
 
-interface Row {
-  dedupe_key: string;
-  status: string;
-  outcome: string | null;
-  attempts: number;
-  last_error: string | null;
-  settled_at: Date | null;
-}
-
-async function rows(source: string): Promise<Map<string, Row>> {
-  const { rows } = await t.pool.query<Row>(
-    `select dedupe_key, status, outcome, attempts, last_error, settled_at from ${s}.events where source = $1`,
-    [source],
-  );
-  return new Map(rows.map((r) => [r.dedupe_key, r]));
+async function rows(source: string): Promise<Map<string, EventState>> {
+  return new Map((await eventStates(t.pool, t.ledger, source)).map((r) => [r.dedupe_key, r]));
 }
 
 async function writes(source: string): Promise<Map<string, string[]>> {
