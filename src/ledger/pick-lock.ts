@@ -8,7 +8,10 @@ import { type CountedKey, entityFree, type PickedEvent } from "./pick.js";
 // locked all the same, so the batch can give it back. Rows are locked, and returned, in the count's order (oldest
 // due first), as if the events ran one after another: events of one entity in one batch meet the version guard as
 // they would in turn, and the guard makes the entity's final state the same in any order. The payload is read from
-// the event's body row by its whole key, so only the partition of its day is probed (migration 010).
+// the event's body row by its whole key; `$4`–`$5`, the span of the batch's receipt times as parameters, lets
+// Postgres leave out every partition of event_bodies but the batch's days when the statement starts (a join's
+// values prune only as each row is probed, after every partition has been opened: with a month of day partitions
+// that cost more than the probes). The span is widened by a millisecond each way: a `Date` drops microseconds.
 const lockSql = statement(
   "pick-lock",
   (
@@ -21,6 +24,7 @@ join ${s}.events e on e.source = k.source and e.dedupe_key = k.dedupe_key and e.
 join lateral (
   select payload from ${s}.event_bodies b
   where b.source = e.source and b.dedupe_key = e.dedupe_key and b.received_at = e.received_at
+    and b.received_at between $4::timestamptz and $5::timestamptz
 ) b on true
 where e.attempt_started_at is not null and e.status in ('pending', 'failed')
 order by k.n
@@ -41,11 +45,19 @@ export type LockedEvent = PickedEvent & { readonly entity_free: boolean };
 export async function lockAttempts(
   tx: Queryable,
   ledger: LedgerContext,
-  keys: readonly Pick<CountedKey, "source" | "dedupe_key" | "attempts">[],
+  keys: readonly Pick<CountedKey, "source" | "dedupe_key" | "received_at" | "attempts">[],
 ): Promise<LockedEvent[]> {
+  if (keys.length === 0) return [];
+  const times = keys.map((k) => k.received_at.getTime());
   const result = await tx.query<LockedEvent>({
     ...lockSql(ledger),
-    values: [keys.map((k) => k.source), keys.map((k) => k.dedupe_key), keys.map((k) => k.attempts)],
+    values: [
+      keys.map((k) => k.source),
+      keys.map((k) => k.dedupe_key),
+      keys.map((k) => k.attempts),
+      new Date(Math.min(...times) - 1),
+      new Date(Math.max(...times) + 1),
+    ],
   });
   return result.rows;
 }

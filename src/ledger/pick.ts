@@ -24,6 +24,8 @@ export interface CountedKey {
   readonly source: string;
   readonly dedupe_key: string;
   readonly event_type: string;
+  /** When the event was received: where its body is (event_bodies is partitioned by it). */
+  readonly received_at: Date;
   /** The number of the attempt just counted (when `exhausted`: of the last one, which ended unrecorded). */
   readonly attempts: number;
   /** The event's previous attempt was its last and ended without an outcome: the count marked it dead instead. */
@@ -110,9 +112,9 @@ set attempts = case when chosen.exhausted then e.attempts else e.attempts + 1 en
         * interval '1 millisecond' end
 from chosen
 where e.source = chosen.source and e.dedupe_key = chosen.dedupe_key
-returning e.source, e.dedupe_key, e.event_type, e.attempts, chosen.exhausted, chosen.n
+returning e.source, e.dedupe_key, e.event_type, e.received_at, e.attempts, chosen.exhausted, chosen.n
 )
-select source, dedupe_key, event_type, attempts, exhausted from counted order by n`,
+select source, dedupe_key, event_type, received_at, attempts, exhausted from counted order by n`,
 );
 
 /** What last_error says of an event whose handler ended its transaction. */
