@@ -172,6 +172,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         log,
         ...workerTuning(config),
         onAttempt: metrics.onAttempt,
+        makePartitions: options.migrate ?? true,
       });
       closers.push(() => worker.stop(config.worker.shutdownGraceMs));
       startSchedules(config, admin, ledger, log, closers);

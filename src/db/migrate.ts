@@ -30,6 +30,7 @@ export async function loadMigrations(): Promise<Migration[]> {
 /**
  * Applies every migration not yet applied to `schema`, each in its own transaction, under a session advisory lock
  * keyed on the schema name: any number of processes may call it at once and each migration runs exactly once.
+ * Then makes the day partitions of event bodies for the week ahead that are missing.
  *
  * @returns the names of the migrations this call applied.
  * @example
@@ -76,6 +77,9 @@ export async function migrate(pool: Pool, schema: string): Promise<string[]> {
         }
         applied.push(m.name);
       }
+      // The day partitions of event bodies for the week ahead (migration 010): a deploy that runs `migrate` keeps
+      // them made even where the running processes may not change the schema.
+      await client.query(`select ${s}.make_body_partitions(now(), 8)`);
     } finally {
       await client.query("select pg_advisory_unlock(hashtext('hookledger.migrate'), hashtext($1::text))", [
         schema,

@@ -56,6 +56,16 @@ export interface WorkerOptions {
    * startWorker({ ...options, onAttempt: metrics.onAttempt });
    */
   readonly onAttempt?: (report: AttemptReport) => void;
+  /**
+   * Makes the day partitions of event bodies for the week ahead, at start and every 6 hours (a `create table …
+   * partition of`, so the role needs the right to create tables in the ledger's schema). Off for a process told
+   * never to change the schema (`--no-migrate`): each `hookledger migrate` and `hookledger prune` then makes them,
+   * and without them bodies land in the default partition.
+   * @defaultValue true
+   * @example
+   * startWorker({ ...options, makePartitions: false });
+   */
+  readonly makePartitions?: boolean;
 }
 
 /** A running worker. */
@@ -139,8 +149,8 @@ export function startWorker(options: WorkerOptions): Worker {
     makeBodyPartitions(options.pool, options.ledger).catch((error: Error) =>
       options.log.warn({ err: error.message }, "worker could not make the partitions of the days ahead"),
     );
-  void makeAhead();
-  const upkeep = setInterval(makeAhead, 6 * 3_600_000).unref();
+  const upkeep = options.makePartitions === false ? undefined : setInterval(makeAhead, 6 * 3_600_000).unref();
+  if (upkeep) void makeAhead();
 
   const slots = Array.from({ length: options.concurrency ?? 4 }, slot);
   const all = Promise.all(slots);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { claimEvent, type ClaimInput, Handlers, silentLogger, startWorker } from "hookledger";
+import { claimEvent, type ClaimInput, Handlers, migrate, silentLogger, startWorker } from "hookledger";
 import { freshLedger, type TestLedger, testDatabaseUrl, waitFor } from "../helpers/db.js";
 
 // The day partitions of event bodies (migration 010, docs/architecture.md "The ledger's shape").
@@ -48,6 +48,34 @@ test("startWorker makes the day partitions of the week ahead that are missing", 
   } finally {
     await worker.stop();
   }
+});
+
+test("startWorker with makePartitions false leaves a missing day to migrate(), which makes it", async () => {
+  const ahead = dayName(6);
+  await t.pool.query(`drop table ${t.ledger.s}.${ahead}`);
+  const worker = startWorker({
+    pool: t.pool,
+    ledger: t.ledger,
+    connectionString: testDatabaseUrl(),
+    handlers: new Handlers(),
+    log: silentLogger(),
+    makePartitions: false,
+  });
+  try {
+    // The worker is running: an event claimed now settles (unhandled), and the day is still missing.
+    await claimEvent(t.pool, t.ledger, input("evt_worker_runs"));
+    await waitFor("the event settled", async () => {
+      const { rows } = await t.pool.query(
+        `select status from ${t.ledger.s}.events where dedupe_key = 'evt_worker_runs'`,
+      );
+      return rows[0]?.status === "settled";
+    });
+    assert.ok(!(await partitions()).includes(ahead));
+  } finally {
+    await worker.stop();
+  }
+  await migrate(t.pool, t.schema);
+  assert.ok((await partitions()).includes(ahead));
 });
 
 test("claimEvent on a day without a partition stores the body in the default partition; the day is then left to it", async () => {
