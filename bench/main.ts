@@ -204,7 +204,8 @@ async function scaleMode(admin: pg.Client, pgVersion: string): Promise<number> {
     `hookledger bench, scale mode: ${env.scaleRows} settled rows, ${env.scaleMinutes} min of long transactions, steady ingest at ${env.scaleRate} req/s; ${pgVersion}, load average ${(loadavg()[0] ?? 0).toFixed(1)}`,
   );
   // Dead tuples are the scale mode's subject: a cluster without autovacuum never removes them, whatever the ledger.
-  const autovacuum = (await admin.query<{ v: string }>("select current_setting('autovacuum') as v")).rows[0]?.v;
+  const autovacuum = (await admin.query<{ v: string }>("select current_setting('autovacuum') as v")).rows[0]
+    ?.v;
   if (autovacuum !== "on") {
     console.log(
       `  note: autovacuum is ${autovacuum} in this cluster, so nothing removes dead tuples; the dead-tuple and pick figures show a ledger never vacuumed`,
