@@ -57,13 +57,12 @@ export async function oldBodiesEnd(db: Queryable, ledger: LedgerContext): Promis
 }
 
 /**
- * What {@link dropBodyPartitions} did: the partitions dropped, the bodies of live events they held (kept, copied to
- * the default partition), and the partitions left for a later run (too many live events, or busy).
+ * What {@link dropBodyPartitions} did: the partitions dropped, and the bodies of live events they held (kept, copied
+ * to the default partition). A partition left for a later run (too many live events, or busy) is in neither.
  */
 export interface BodyPartitionDrop {
   readonly dropped: readonly string[];
   readonly kept: number;
-  readonly skipped: readonly string[];
 }
 
 /** The most live events' bodies a drop copies out of one partition; past it the partition waits for a later run. */
@@ -86,7 +85,6 @@ export async function dropBodyPartitions(
   before: Date,
 ): Promise<BodyPartitionDrop> {
   const dropped: string[] = [];
-  const skipped: string[] = [];
   let kept = 0;
   for (const part of await dayPartitions(db, ledger)) {
     if (part.end > before) continue;
@@ -97,10 +95,7 @@ export async function dropBodyPartitions(
            on e.source = b.source and e.dedupe_key = b.dedupe_key and e.received_at = b.received_at
          limit ${KEEP_LIMIT + 1}`,
       );
-      if (live.rows.length > KEEP_LIMIT) {
-        skipped.push(part.name);
-        continue;
-      }
+      if (live.rows.length > KEEP_LIMIT) continue;
       const done = await db.query<{ kept: number }>(
         `select ${ledger.s}.drop_body_partition($1::text, $2::text[], $3::text[], $4::timestamptz[]) as kept`,
         [
@@ -116,10 +111,10 @@ export async function dropBodyPartitions(
       const code = (error as { code?: string }).code;
       // 42P01: another prune dropped it first.
       if (code === "42P01") continue;
-      // 55P03: the lock was not granted within drop_body_partition's 100 ms (a worker's batch is reading bodies).
+      // 55P03: the lock was not granted within drop_body_partition's 100 ms (a worker's batch is reading bodies):
+      // the partition waits for the next run.
       if (code !== "55P03") throw error;
-      skipped.push(part.name);
     }
   }
-  return { dropped, kept, skipped };
+  return { dropped, kept };
 }

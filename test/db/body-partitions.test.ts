@@ -32,17 +32,22 @@ const input = (id: string): ClaimInput => ({
   arrivedVia: "delivery",
 });
 
-test("startWorker makes the day partitions of the week ahead that are missing", async () => {
-  const ahead = dayName(7);
-  await t.pool.query(`drop table ${t.ledger.s}.${ahead}`);
-  assert.ok(!(await partitions()).includes(ahead));
-  const worker = startWorker({
+// A worker with no handlers: events it runs settle unhandled.
+const idleWorker = (options: { makePartitions?: boolean }) =>
+  startWorker({
     pool: t.pool,
     ledger: t.ledger,
     connectionString: testDatabaseUrl(),
     handlers: new Handlers(),
     log: silentLogger(),
+    ...options,
   });
+
+test("startWorker makes the day partitions of the week ahead that are missing", async () => {
+  const ahead = dayName(7);
+  await t.pool.query(`drop table ${t.ledger.s}.${ahead}`);
+  assert.ok(!(await partitions()).includes(ahead));
+  const worker = idleWorker({});
   try {
     await waitFor(`partition ${ahead}`, async () => (await partitions()).includes(ahead), 10_000);
   } finally {
@@ -53,14 +58,7 @@ test("startWorker makes the day partitions of the week ahead that are missing", 
 test("startWorker with makePartitions false leaves a missing day to migrate(), which makes it", async () => {
   const ahead = dayName(6);
   await t.pool.query(`drop table ${t.ledger.s}.${ahead}`);
-  const worker = startWorker({
-    pool: t.pool,
-    ledger: t.ledger,
-    connectionString: testDatabaseUrl(),
-    handlers: new Handlers(),
-    log: silentLogger(),
-    makePartitions: false,
-  });
+  const worker = idleWorker({ makePartitions: false });
   try {
     // The worker is running: an event claimed now settles (unhandled), and the day is still missing.
     await claimEvent(t.pool, t.ledger, input("evt_worker_runs"));
