@@ -15,6 +15,9 @@ export interface BatchRow {
   readonly values: readonly unknown[];
 }
 
+// The payload's position in insertValues (claim.ts).
+const PAYLOAD = 6;
+
 /**
  * Prepares one delivery for {@link insertClaimBatch}; throws only for that delivery (a payload JSON cannot hold).
  * `bodySha256` (hex) is the body's hash when the caller has it; otherwise it is taken here.
@@ -27,11 +30,11 @@ export function batchRow(input: Omit<ClaimInput, "notify">, bodySha256?: string)
     bodySha256 === undefined
       ? createHash("sha256").update(input.body).digest()
       : Buffer.from(bodySha256, "hex");
-  return { input, sha256, values: insertValues(input, sha256) };
+  const values = insertValues(input, sha256);
+  // A payload with no JSON form (undefined) would break the batch's JSON array for every row; it fails here alone.
+  if (values[PAYLOAD] === undefined) throw new Error("the payload has no JSON form");
+  return { input, sha256, values };
 }
-
-const COLUMNS = `source, dedupe_key, event_type, body, body_sha256, dedupe_on_body, payload, headers, secret_index,
-    entity_type, entity_id, entity_version, occurred_at, arrived_via`;
 
 const KEY_COLUMNS = `source, dedupe_key, event_type, body_sha256, dedupe_on_body, secret_index, entity_type, entity_id,
     entity_version, occurred_at, arrived_via`;
@@ -41,10 +44,17 @@ const KEY_COLUMNS = `source, dedupe_key, event_type, body_sha256, dedupe_on_body
 // r.ord` keeps the caller's (sorted) order through whatever join the planner picks for the tombstone probes, so
 // rows are inserted, and their keys locked, in that order (docs/architecture.md, "Concurrent claims are committed in
 // batches").
+// The two large columns do not travel as array literals: the bodies go as one binary bytea ($16, sliced by $4/$5),
+// the payloads as one JSON array ($8), zipped to the rows by ROWS FROM. A bytea[] literal sends each body as hex
+// (twice its size) and a jsonb[] literal escapes every quote of every payload; both were about 13 % of the
+// receiver's CPU under unique ingest (perf, 2 KB Stripe bodies, docs/benchmarks.md).
 const batchCtes = (s: string) => `r as (
-  select * from unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::boolean[], $7::jsonb[],
-    $8::jsonb[], $9::smallint[], $10::text[], $11::text[], $12::numeric[], $13::timestamptz[], $14::text[])
-    with ordinality as r(${COLUMNS}, ord)
+  select * from rows from (
+    unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bytea[], $7::boolean[], $9::jsonb[],
+      $10::smallint[], $11::text[], $12::text[], $13::numeric[], $14::timestamptz[], $15::text[]),
+    jsonb_array_elements($8::jsonb)
+  ) with ordinality as r(source, dedupe_key, event_type, body_start, body_length, body_sha256, dedupe_on_body, headers,
+    secret_index, entity_type, entity_id, entity_version, occurred_at, arrived_via, payload, ord)
 ), inserted as (
   insert into ${s}.events (${KEY_COLUMNS})
   select ${KEY_COLUMNS}
@@ -55,7 +65,8 @@ const batchCtes = (s: string) => `r as (
   returning source, dedupe_key, received_at, ${recheckTombstoneSql(s)}
 ), bodies as (
   insert into ${s}.event_bodies (source, dedupe_key, received_at, body, payload, headers)
-  select r.source, r.dedupe_key, i.received_at, r.body, r.payload, r.headers
+  select r.source, r.dedupe_key, i.received_at, substring($16::bytea from r.body_start + 1 for r.body_length),
+    r.payload, r.headers
   from inserted i join r on r.source = i.source and r.dedupe_key = i.dedupe_key
 )`;
 
@@ -64,7 +75,7 @@ const batchCtes = (s: string) => `r as (
 const claimBatchSql = statement(
   "claim-batch",
   (s) => `with ${batchCtes(s)},
-woken as (select pg_notify($15::text, '') from inserted limit 1)
+woken as (select pg_notify($17::text, '') from inserted limit 1)
 select source, dedupe_key from inserted, woken`,
 );
 
@@ -104,15 +115,36 @@ export async function insertClaimBatch(
   channel: string | undefined,
 ): Promise<Set<string>> {
   const sorted = [...rows].sort(compareRows);
-  const columns: unknown[][] = Array.from({ length: 14 }, () => new Array(sorted.length));
-  sorted.forEach((row, i) => {
-    row.values.forEach((value, c) => {
-      (columns[c] as unknown[])[i] = value;
-    });
+  const { length } = sorted;
+  const column = (c: number) => sorted.map((row) => row.values[c]);
+  const bodies = sorted.map((row) => row.input.body);
+  const starts = new Array<number>(length);
+  let offset = 0;
+  bodies.forEach((body, i) => {
+    starts[i] = offset;
+    offset += body.byteLength;
   });
+  const values = [
+    column(0),
+    column(1),
+    column(2),
+    starts,
+    bodies.map((body) => body.byteLength),
+    column(4),
+    column(5),
+    `[${column(PAYLOAD).join(",")}]`,
+    column(7),
+    column(8),
+    column(9),
+    column(10),
+    column(11),
+    column(12),
+    column(13),
+    Buffer.concat(bodies, offset),
+  ];
   const { rows: inserted } = await db.query<{ source: string; dedupe_key: string }>({
     ...(channel === undefined ? claimBatchQuietSql : claimBatchSql)(ledger),
-    values: channel === undefined ? columns : [...columns, channel],
+    values: channel === undefined ? values : [...values, channel],
   });
   return new Set(inserted.map((r) => `${r.source}\0${r.dedupe_key}`));
 }

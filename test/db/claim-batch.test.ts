@@ -107,6 +107,37 @@ test("claimBatcher sends the claims of one tick as one insert, and a lone claim 
   assert.equal(statements(), 2);
 });
 
+test("claimBatcher stores each row's own body byte for byte and its own payload, whatever their sizes", async () => {
+  const { pool, statements } = countingPool();
+  const { claims } = batcher(pool);
+  // Bodies of 0 to 5,000 bytes, not UTF-8, with NUL and 0xff; payloads with quotes, backslashes, a long string.
+  const rows = Array.from({ length: 40 }, (_, i) => {
+    const body = Buffer.alloc((i * 127) % 5000, i);
+    body[0] = 0xff;
+    const payload = { i, quote: `"\\${"é".repeat(i)}`, nested: [{ n: i }], long: "x".repeat(i * 50) };
+    return { id: `bytes-${i}`, body: i === 0 ? Buffer.alloc(0) : body, payload };
+  });
+  const results = await Promise.all(
+    rows.map((row) =>
+      claims.claim({
+        ...input(row.id),
+        body: row.body,
+        event: { ...input(row.id).event, payload: row.payload },
+      }),
+    ),
+  );
+  assert.deepEqual(new Set(statuses(results)), new Set(["accepted"]));
+  assert.equal(statements(), 1, "one statement for the 40 rows");
+  const { rows: stored } = await t.pool.query<{ dedupe_key: string; body: Buffer; payload: unknown }>(
+    `select dedupe_key, body, payload from ${t.ledger.s}.event_records where dedupe_key like 'bytes-%'`,
+  );
+  const byKey = new Map(stored.map((r) => [r.dedupe_key, r]));
+  for (const row of rows) {
+    assert.ok(byKey.get(row.id)?.body.equals(row.body), `${row.id}: body`);
+    assert.deepEqual(byKey.get(row.id)?.payload, row.payload, `${row.id}: payload`);
+  }
+});
+
 test("claimBatcher answers a key repeated in one batch once accepted, then duplicates counted per key", async () => {
   const { pool, statements } = countingPool();
   const { claims } = batcher(pool);
