@@ -98,13 +98,15 @@ function isForeignPool(db: Queryable): db is Queryable & { connect(): Promise<Po
 }
 
 // The app's sessions may default to SERIALIZABLE (a racing duplicate would fail with a serialization error instead
-// of waiting) or to asynchronous commit (a 200 could precede durability): set both for this transaction only.
+// of waiting) or to asynchronous commit (a 200 could precede durability): set both for this transaction only, and
+// the ingest pool's generic plans (db/pool.ts).
 function inClaimTransaction<T>(
   pool: { connect(): Promise<PoolClient> },
   claim: (client: PoolClient) => Promise<T>,
 ): Promise<T> {
   return withTransaction(pool, claim, {
-    begin: "begin isolation level read committed; set local synchronous_commit = on",
+    begin:
+      "begin isolation level read committed; set local synchronous_commit = on; set local plan_cache_mode = force_generic_plan",
   });
 }
 

@@ -54,9 +54,16 @@ test("isHookledgerPool tells createPool's pools from the app's, whose sessions r
   assert.deepEqual(rows[0], { sc: "off", iso: "serializable" });
 });
 
-test("claimEvent on the app's pool claims inside a transaction at READ COMMITTED with synchronous_commit on", async () => {
+test("createPool: ingest sessions plan generically; worker sessions, where handlers run the app's SQL, choose", async () => {
+  const setting = async (role: "ingest" | "work") =>
+    (await t.newPool(role, 1).query("select current_setting('plan_cache_mode') as plans")).rows[0].plans;
+  assert.equal(await setting("ingest"), "force_generic_plan");
+  assert.equal(await setting("work"), "auto");
+});
+
+test("claimEvent on the app's pool claims inside a transaction at READ COMMITTED, synchronous_commit on, generic plans", async () => {
   const pool = appPool(1);
-  const seen: { sc: string; iso: string }[] = [];
+  const seen: { sc: string; iso: string; plans: string }[] = [];
   const spied = new WeakSet<pg.PoolClient>();
   // Reads the settings on the claim's own connection, just before its insert runs.
   pool.on("acquire", (client) => {
@@ -68,7 +75,8 @@ test("claimEvent on the app's pool claims inside a transaction at READ COMMITTED
         const name = (args[0] as { name?: string } | undefined)?.name;
         if (name?.startsWith("hookledger.")) {
           const { rows } = await query(
-            "select current_setting('synchronous_commit') as sc, current_setting('transaction_isolation') as iso",
+            `select current_setting('synchronous_commit') as sc, current_setting('transaction_isolation') as iso,
+              current_setting('plan_cache_mode') as plans`,
           );
           seen.push(rows[0]);
         }
@@ -80,10 +88,12 @@ test("claimEvent on the app's pool claims inside a transaction at READ COMMITTED
     status: "accepted",
     id: "evt_settings",
   });
-  assert.deepEqual(seen[0], { sc: "on", iso: "read committed" });
+  assert.deepEqual(seen[0], { sc: "on", iso: "read committed", plans: "force_generic_plan" });
   // `set local`: the app's session keeps its own defaults afterwards.
-  const { rows } = await pool.query("select current_setting('synchronous_commit') as sc");
-  assert.equal(rows[0].sc, "off");
+  const { rows } = await pool.query(
+    "select current_setting('synchronous_commit') as sc, current_setting('plan_cache_mode') as plans",
+  );
+  assert.deepEqual(rows[0], { sc: "off", plans: "auto" });
 });
 
 test("claimEvent on the app's pool: a duplicate racing an open claim waits for its commit, then answers duplicate", async () => {
