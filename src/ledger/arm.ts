@@ -64,6 +64,9 @@ export async function prepareArm(tx: Queryable, ledger: LedgerContext): Promise<
  * another (`commit; begin` in one string) leaves the connection in a transaction, where no status check can see
  * the switch, and the next arm then finds nothing to mark (or no savepoint to release, which fails).
  *
+ * `plans`: the `plan_cache_mode` the handlers get back, set before the savepoint (so no rollback to it undoes it),
+ * on the first arm of a batch whose own statements ran with generic plans.
+ *
  * @returns false when the row was not marked: the transaction is no longer `xid`.
  * @example
  * if (!(await armAttempt(tx, ledger, picked, xid, true))) return "ended";
@@ -74,10 +77,12 @@ export async function armAttempt(
   picked: Pick<PickedEvent, "source" | "dedupe_key">,
   xid: string,
   release: boolean,
+  plans?: string,
 ): Promise<boolean> {
   // Two statements in one query need the simple protocol, which takes no parameters: the values are escaped.
   const { escapeLiteral } = pg();
   const text =
+    `${plans === undefined ? "" : `set local plan_cache_mode = ${escapeLiteral(plans)}; `}` +
     `${release ? `release savepoint ${EVENT_SAVEPOINT}; ` : ""}savepoint ${EVENT_SAVEPOINT}; ` +
     `execute "${armName(ledger)}" (${escapeLiteral(picked.source)}, ${escapeLiteral(picked.dedupe_key)}, ${escapeLiteral(xid)})`;
   const results = (await tx.query(text)) as unknown as { rowCount: number | null }[];

@@ -119,11 +119,18 @@ export async function runCounted(
   // Postgres ends a transaction left idle longer (a frozen worker, a host that vanished mid-handler), and its events
   // are due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts). The
   // transaction's id lets the arms and the settle tell it from one a handler began after ending it.
+  // The lock runs with a generic plan: left to choose, Postgres planned it afresh for every batch (a join into a
+  // partitioned table, whose generic plan it costs with every partition): 0.71-0.84 against 0.49-0.58 ms per lock
+  // of 10 keys with 9 partitions, 0.86-0.99 against 0.59-0.65 ms with 49. The handlers get the session's own
+  // setting back at the first arm.
   const begun = (await client.query(
     `begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS};
-     select pg_current_xact_id()::text as xid, ${armPrepared(deps.ledger)} as prepared`,
-  )) as unknown as { rows: { xid: string; prepared: boolean }[] }[];
+     select pg_current_xact_id()::text as xid, ${armPrepared(deps.ledger)} as prepared,
+       current_setting('plan_cache_mode') as plans;
+     set local plan_cache_mode = force_generic_plan`,
+  )) as unknown as { rows: { xid: string; prepared: boolean; plans: string }[] }[];
   const xid = begun[2]?.rows[0]?.xid ?? "";
+  const plans = begun[2]?.rows[0]?.plans ?? "auto";
   if (!begun[2]?.rows[0]?.prepared) await prepareArm(client, deps.ledger);
   const locked = await lockAttempts(client, deps.ledger, keys);
   const found = new Set(locked.map((e) => `${e.source}\u0000${e.dedupe_key}`));
@@ -166,7 +173,7 @@ export async function runCounted(
   // other error fails the batch, as a lost connection would: it rolls back and its events are due again.
   const arm = async (entry: Entry): Promise<boolean> => {
     try {
-      return await armAttempt(client, deps.ledger, entry.event, xid, open);
+      return await armAttempt(client, deps.ledger, entry.event, xid, open, open ? undefined : plans);
     } catch (error) {
       if (!last) throw error;
       if (noSavepoint(error)) return false;

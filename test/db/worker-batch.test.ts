@@ -11,6 +11,7 @@ import {
   type Worker,
   type WorkerOptions,
 } from "hookledger";
+import pg from "pg";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimNumbered, type EventState, eventStates } from "../helpers/events.js";
 
@@ -267,4 +268,45 @@ test("a handler that deallocates the session's prepared statements fails its bat
   const applied = await writes("dealloc");
   assert.deepEqual([...applied.keys()], ids);
   for (const [id, notes] of applied) assert.equal(notes.length, 1, id);
+});
+
+test("a batch locks its events with a generic plan, and its handlers get the session's own plan_cache_mode back", async () => {
+  await claim("plans", 12);
+  const seen: { mode: string; lockGeneric: number }[] = [];
+  const handlers = new Handlers().on("plans", "*", async (ctx) => {
+    const { rows } = await ctx.tx.query<{ mode: string; lock_generic: number }>(
+      `select current_setting('plan_cache_mode') as mode,
+        (select coalesce(sum(generic_plans), 0)::int from pg_prepared_statements where name like '%.pick-lock')
+          as lock_generic`,
+    );
+    seen.push({ mode: rows[0]?.mode ?? "", lockGeneric: rows[0]?.lock_generic ?? -1 });
+  });
+  // The app's own pool, whose sessions force custom plans.
+  const pool = new pg.Pool({
+    connectionString: t.url,
+    max: 3,
+    options: "-c plan_cache_mode=force_custom_plan",
+  });
+  const worker = startWorker({
+    pool,
+    connectionString: t.url,
+    ledger: t.ledger,
+    handlers,
+    log: silentLogger(),
+    concurrency: 1,
+    batchSize: 4,
+    pollIntervalMs: 50,
+  });
+  try {
+    await waitFor("12 events settled", async () => (await unsettled("plans")) === 0, 60_000);
+  } finally {
+    await worker.stop(10_000);
+    await pool.end();
+  }
+  assert.equal(seen.length, 12);
+  assert.deepEqual(new Set(seen.map((s) => s.mode)), new Set(["force_custom_plan"]));
+  assert.ok(
+    seen.every((s) => s.lockGeneric >= 1),
+    `every batch's lock planned generically: ${JSON.stringify(seen)}`,
+  );
 });
