@@ -34,9 +34,16 @@ after(() => t.drop());
 
 type Extra = Partial<Omit<WorkerOptions, "pool" | "connectionString" | "ledger" | "handlers" | "log">>;
 
-/** One worker with one slot and a budget no batch reaches, so that every due event is in its first batch. */
-async function withWorker(handlers: Handlers, extra: Extra, body: (worker: Worker) => Promise<void>) {
-  const pool: Pool = createPool({ connectionString: t.url, role: "work", max: 3 });
+/**
+ * One worker with one slot and a budget no batch reaches, so that every due event is in its first batch; on a work
+ * pool of hookledger's unless `pool` is given (it is ended afterwards all the same).
+ */
+async function withWorker(
+  handlers: Handlers,
+  extra: Extra,
+  body: (worker: Worker) => Promise<void>,
+  pool: Pool = createPool({ connectionString: t.url, role: "work", max: 3 }),
+) {
   const worker = startWorker({
     pool,
     connectionString: t.url,
@@ -287,22 +294,12 @@ test("a batch locks its events with a generic plan, and its handlers get the ses
     max: 3,
     options: "-c plan_cache_mode=force_custom_plan",
   });
-  const worker = startWorker({
-    pool,
-    connectionString: t.url,
-    ledger: t.ledger,
+  await withWorker(
     handlers,
-    log: silentLogger(),
-    concurrency: 1,
-    batchSize: 4,
-    pollIntervalMs: 50,
-  });
-  try {
-    await waitFor("12 events settled", async () => (await unsettled("plans")) === 0, 60_000);
-  } finally {
-    await worker.stop(10_000);
-    await pool.end();
-  }
+    { batchSize: 4 },
+    () => waitFor("12 events settled", async () => (await unsettled("plans")) === 0, 60_000),
+    pool,
+  );
   assert.equal(seen.length, 12);
   assert.deepEqual(new Set(seen.map((s) => s.mode)), new Set(["force_custom_plan"]));
   assert.ok(
