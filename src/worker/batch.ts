@@ -129,9 +129,10 @@ export async function runCounted(
        current_setting('plan_cache_mode') as plans;
      set local plan_cache_mode = force_generic_plan`,
   )) as unknown as { rows: { xid: string; prepared: boolean; plans: string }[] }[];
-  const xid = begun[2]?.rows[0]?.xid ?? "";
-  const plans = begun[2]?.rows[0]?.plans ?? "auto";
-  if (!begun[2]?.rows[0]?.prepared) await prepareArm(client, deps.ledger);
+  const state = begun[2]?.rows[0];
+  const xid = state?.xid ?? "";
+  const plans = state?.plans ?? "auto";
+  if (!state?.prepared) await prepareArm(client, deps.ledger);
   const locked = await lockAttempts(client, deps.ledger, keys);
   const found = new Set(locked.map((e) => `${e.source}\u0000${e.dedupe_key}`));
   const batch: Batch = {
