@@ -11,10 +11,10 @@ export const BIN = resolve("dist/cli/main.js");
 /** Runs the CLI to completion. */
 export function runCli(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; node?: string } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(options.node ?? process.execPath, [BIN, ...args], {
       // A free admin port unless a test names one: the default (webhook port + 1) may belong to another test.
       env: { ADMIN_PORT: "0", ...(options.env ?? process.env) },
       cwd: options.cwd,
@@ -46,12 +46,12 @@ export interface RunningCli {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts the CLI in the background. */
+/** Starts the CLI in the background (under `node`, default this test's own). */
 export function startCli(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; node?: string } = {},
 ): RunningCli {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(options.node ?? process.execPath, [BIN, ...args], {
     // A free admin port unless a test names one: the default (webhook port + 1) may belong to another test.
     env: { ADMIN_PORT: "0", ...(options.env ?? process.env) },
     cwd: options.cwd,

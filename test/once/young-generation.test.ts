@@ -1,0 +1,82 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { test } from "node:test";
+import { testDatabaseUrl } from "../helpers/db.js";
+import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
+
+// This test's node, then each node .ci/run lists (22 and 24): only those have process.execve, which the cap needs.
+const nodes = [
+  process.execPath,
+  ...(process.env.HOOKLEDGER_TEST_NODES ?? "").split(":").filter((n) => n !== ""),
+];
+const { schemas } = cleanupAfter();
+const schema = `cli_yg_${randomBytes(4).toString("hex")}`;
+schemas.push(schema);
+
+const hasExecve = (node: string) =>
+  spawnSync(node, ["-p", "typeof process.execve"], { encoding: "utf8" }).stdout.trim() === "function";
+
+/** Starts `serve --no-worker` under `node`; returns its command line once it listens, and the pid it logged. */
+async function serveCommandLine(
+  node: string,
+  extra: NodeJS.ProcessEnv,
+): Promise<{ argv: string[]; samePid: boolean }> {
+  const env = {
+    ...process.env,
+    DATABASE_URL: testDatabaseUrl(),
+    HOOKLEDGER_SCHEMA: schema,
+    PORT: "0",
+    ...extra,
+  };
+  const serve = startCli(["serve", "--no-worker"], { env, node });
+  try {
+    await serve.waitForLine(/^hookledger listening on /m);
+    const argv = (await readFile(`/proc/${serve.child.pid}/cmdline`, "utf8"))
+      .split("\0")
+      .filter((a) => a !== "");
+    const logged = /"pid":(\d+)/.exec(serve.stdout())?.[1];
+    return { argv, samePid: logged === String(serve.child.pid) };
+  } finally {
+    assert.equal(await serve.stop("SIGTERM"), 0, serve.output());
+  }
+}
+
+for (const node of nodes) {
+  const version = spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim();
+  const execve = hasExecve(node);
+
+  test(`hookledger serve under ${version} ${execve ? "restarts in place with 8 MB semi-spaces" : "runs as started (no process.execve)"}; HOOKLEDGER_SEMI_SPACE_MB and NODE_OPTIONS choose otherwise`, async () => {
+    const plain = await serveCommandLine(node, {});
+    const semi = plain.argv.filter((a) => a.startsWith("--max-semi-space-size"));
+    assert.deepEqual(semi, execve ? ["--max-semi-space-size=8"] : [], plain.argv.join(" "));
+    assert.ok(plain.samePid, "the pid that logged is the pid that was started");
+
+    const chosen = await serveCommandLine(node, { HOOKLEDGER_SEMI_SPACE_MB: "12" });
+    assert.deepEqual(
+      chosen.argv.filter((a) => a.startsWith("--max-semi-space-size")),
+      execve ? ["--max-semi-space-size=12"] : [],
+    );
+
+    const off = await serveCommandLine(node, { HOOKLEDGER_SEMI_SPACE_MB: "0" });
+    assert.ok(!off.argv.some((a) => a.startsWith("--max-semi-space-size")), off.argv.join(" "));
+
+    const own = await serveCommandLine(node, { NODE_OPTIONS: "--max-semi-space-size=16" });
+    assert.ok(
+      !own.argv.some((a) => a.startsWith("--max-semi-space-size")),
+      "the operator's own size is left alone",
+    );
+  });
+}
+
+test("hookledger serve with HOOKLEDGER_SEMI_SPACE_MB=lots exits 2 naming the variable and what it takes", async () => {
+  const env = { ...process.env, DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: schema, PORT: "0" };
+  const r = await runCli(["serve"], { env: { ...env, HOOKLEDGER_SEMI_SPACE_MB: "lots" } });
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(
+    r.stderr,
+    /HOOKLEDGER_SEMI_SPACE_MB must be a whole number of MB from 1 to 1024, or 0 .*got 'lots'/,
+  );
+  assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
+});
