@@ -24,16 +24,28 @@ export interface KnownBodiesOptions {
   readonly now?: () => number;
 }
 
-interface Held {
-  readonly event: RecalledEvent;
-  readonly at: number;
+const HASH_BYTES = 32;
+const HEX = /^[0-9a-f]{64}$/;
+
+// One source's bodies: a ring in arrival order (`next` is the oldest once full), an open-addressing index keyed by
+// the hash's first four bytes (a sha256 needs no further hashing).
+interface Ring {
+  readonly hashes: Uint8Array;
+  readonly at: Float64Array;
+  readonly events: (RecalledEvent | undefined)[];
+  readonly index: Int32Array;
+  used: number;
+  next: number;
 }
 
 /**
  * For providers whose event comes from the signed body alone (`Provider.steps`), the bodies of recent duplicates:
  * in a retry storm the same bytes come back again and again, and knowing the event a body carries spares parsing
  * it (JSON decoding was 22 of 35 µs of CPU per cached duplicate of a 2 KB Stripe body, measured in-process). Only
- * duplicates are held, so an event that never repeats costs nothing here; about 250 bytes each, `max` per source.
+ * duplicates are held, so an event that never repeats costs nothing here; about 130 bytes each, `max` per source:
+ * hashes, times and the index in typed arrays, the events in one array (as a `Map` keyed by hex strings they took
+ * ~250 bytes each, all on the heap the garbage collector walks: docs/benchmarks.md#memory). A hash that is not 64
+ * lowercase hex digits is never held.
  *
  * When a source's bodies are full, the oldest goes only once it was held `minHoldMs`; until then a new body is not
  * held. A storm cycling over more distinct bodies than `max` keeps `max` of them known, where dropping the oldest
@@ -46,24 +58,82 @@ export function knownBodies(options: KnownBodiesOptions = {}): KnownBodies {
   const max = options.max ?? 50_000;
   const minHoldMs = options.minHoldMs ?? 60_000;
   const now = options.now ?? (() => performance.now());
-  // source → body sha256 → event (a Map iterates in insertion order: the first entry is the oldest)
-  const bySource = new Map<string, Map<string, Held>>();
+  const bySource = new Map<string, Ring>();
+  const scratch = Buffer.alloc(HASH_BYTES);
+  const cells = 2 ** Math.ceil(Math.log2(max * 2 + 1));
+  const mask = cells - 1;
+
+  const home = (bytes: Uint8Array, at: number) =>
+    ((bytes[at] as number) |
+      ((bytes[at + 1] as number) << 8) |
+      ((bytes[at + 2] as number) << 16) |
+      ((bytes[at + 3] as number) << 24)) &
+    mask;
+  const same = (ring: Ring, slot: number) => {
+    const at = slot * HASH_BYTES;
+    for (let i = 0; i < HASH_BYTES; i++) if (ring.hashes[at + i] !== scratch[i]) return false;
+    return true;
+  };
+  // The index cell of the hash in `scratch`, or the empty cell where it would go, as -(cell + 1).
+  const find = (ring: Ring): number => {
+    for (let cell = home(scratch, 0); ; cell = (cell + 1) & mask) {
+      const slot = ring.index[cell] as number;
+      if (slot === -1) return -(cell + 1);
+      if (same(ring, slot)) return cell;
+    }
+  };
+  // Empties the slot's cell, moving later cells of its run back so every probe still finds its hash.
+  const unindex = (ring: Ring, slot: number): void => {
+    const { index } = ring;
+    let cell = home(ring.hashes, slot * HASH_BYTES);
+    while (index[cell] !== slot) cell = (cell + 1) & mask;
+    for (let next = (cell + 1) & mask; index[next] !== -1; next = (next + 1) & mask) {
+      const want = home(ring.hashes, (index[next] as number) * HASH_BYTES);
+      if (cell <= next ? cell < want && want <= next : cell < want || want <= next) continue;
+      index[cell] = index[next] as number;
+      cell = next;
+    }
+    index[cell] = -1;
+  };
+  const load = (bodySha256: string) =>
+    HEX.test(bodySha256) && scratch.write(bodySha256, "hex") === HASH_BYTES;
+
   return {
-    get: (source, bodySha256) => bySource.get(source)?.get(bodySha256)?.event,
+    get(source, bodySha256) {
+      const ring = bySource.get(source);
+      if (!ring || !load(bodySha256)) return undefined;
+      const cell = find(ring);
+      return cell < 0 ? undefined : ring.events[ring.index[cell] as number];
+    },
     add(source, bodySha256, event) {
-      let bodies = bySource.get(source);
-      if (!bodies) {
-        bodies = new Map();
-        bySource.set(source, bodies);
+      if (!load(bodySha256)) return;
+      let ring = bySource.get(source);
+      if (!ring) {
+        ring = {
+          hashes: new Uint8Array(max * HASH_BYTES),
+          at: new Float64Array(max),
+          events: new Array<RecalledEvent | undefined>(max).fill(undefined),
+          index: new Int32Array(cells).fill(-1),
+          used: 0,
+          next: 0,
+        };
+        bySource.set(source, ring);
       }
-      if (bodies.has(bodySha256)) return;
+      if (find(ring) >= 0) return;
       const at = now();
-      if (bodies.size >= max) {
-        const oldest = bodies.entries().next();
-        if (oldest.done || at - oldest.value[1].at < minHoldMs) return;
-        bodies.delete(oldest.value[0]);
+      let slot: number;
+      if (ring.used < max) {
+        slot = ring.used++;
+      } else {
+        slot = ring.next;
+        if (at - (ring.at[slot] as number) < minHoldMs) return;
+        unindex(ring, slot);
+        ring.next = (slot + 1) % max;
       }
-      bodies.set(bodySha256, { event, at });
+      ring.hashes.set(scratch, slot * HASH_BYTES);
+      ring.at[slot] = at;
+      ring.events[slot] = event;
+      ring.index[-find(ring) - 1] = slot;
     },
   };
 }
