@@ -42,8 +42,8 @@ type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
  * the commands that run for days (`serve`, `worker`). Node 24 sizes each of the young generation's two semi-spaces
  * at up to 64 MB by default (Node 20 and 22: 16 MB), and V8 reads the size only at start: under load `serve` then
  * held 259–271 MB resident, and 168–175 MB with 8 MB semi-spaces at an equal or higher request rate (`npm run bench`
- * under Node 24.21, docs/benchmarks.md#memory). `process.execve` exists from Node 22.15; on Node 20 and on Windows
- * nothing happens (set `NODE_OPTIONS=--max-semi-space-size=8` there).
+ * under Node 24.21, docs/benchmarks.md#memory). `process.execve` exists from Node 22.15; on Node 20, on Windows and
+ * in a process started with an IPC channel nothing happens (set `NODE_OPTIONS=--max-semi-space-size=8` there).
  *
  * @example
  * capYoungGeneration("serve"); // returns only when there is nothing to do
@@ -53,6 +53,10 @@ export function capYoungGeneration(command: string): void {
   const flag = semiSpaceFlag(process.env, process.execArgv, process.env.NODE_OPTIONS);
   const execve = (process as unknown as { execve?: Execve }).execve;
   if (flag === undefined || typeof execve !== "function" || process.platform === "win32") return;
+  // execve keeps only stdin, stdout and stderr: a parent's IPC channel (child_process.fork, pm2's fork mode) or a
+  // cluster primary's would be lost.
+  if (process.channel !== undefined || process.env.NODE_CHANNEL_FD !== undefined) return;
+  if (process.env.NODE_UNIQUE_ID !== undefined) return;
   const [, script, ...args] = process.argv;
   if (script === undefined) return;
   execve.call(

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { test } from "node:test";
 import { testDatabaseUrl } from "../helpers/db.js";
-import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
+import { BIN, cleanupAfter, runCli, startCli } from "../helpers/cli.js";
 
 // This test's node, then each node .ci/run lists (22 and 24): only those have process.execve, which the cap needs.
 const nodes = [
@@ -67,6 +67,37 @@ for (const node of nodes) {
       !own.argv.some((a) => a.startsWith("--max-semi-space-size")),
       "the operator's own size is left alone",
     );
+
+    // Started with an IPC channel (child_process.fork, pm2's fork mode): a restart would lose it, so none happens.
+    const env = {
+      ...process.env,
+      DATABASE_URL: testDatabaseUrl(),
+      HOOKLEDGER_SCHEMA: schema,
+      PORT: "0",
+      ADMIN_PORT: "0",
+    };
+    const forked = spawn(node, [BIN, "serve", "--no-worker"], {
+      env,
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+    });
+    try {
+      let err = "";
+      forked.stderr?.on("data", (d) => {
+        err += d;
+      });
+      const deadline = Date.now() + 60_000;
+      while (!/hookledger listening on /.test(err) && forked.exitCode === null && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.match(err, /hookledger listening on /);
+      const argv = await readFile(`/proc/${forked.pid}/cmdline`, "utf8");
+      assert.doesNotMatch(argv, /--max-semi-space-size/);
+      assert.ok(forked.connected, "the IPC channel is still open");
+    } finally {
+      const exited = new Promise((r) => forked.once("exit", r));
+      forked.kill("SIGTERM");
+      await exited;
+    }
   });
 }
 
