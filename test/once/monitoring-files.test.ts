@@ -3,7 +3,7 @@
 // admin /metrics after real deliveries (accepted, duplicate, refused, mismatched, unhandled, failed and dead).
 // With promtool installed (Debian package prometheus), `promtool check rules` and `promtool test rules` run too.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, symlink, writeFile } from "node:fs/promises";
@@ -630,6 +630,15 @@ test("every metric, label and result value the dashboard uses is in a real hookl
   if (!scrape.labels.get(metric)?.has(label))
     problems.push(`variable source: ${metric} has no label ${label}`);
   assert.deepEqual(problems, []);
+});
+
+test("the npm package ships the alert rules, their tests and the dashboard", () => {
+  const [packed] = JSON.parse(
+    execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { encoding: "utf8" }),
+  ) as { files: { path: string }[] }[];
+  const paths = new Set(packed?.files.map((f) => f.path));
+  for (const file of [ALERTS, ALERT_TESTS, DASHBOARD])
+    assert.ok(paths.has(file), `${file} is in the package`);
 });
 
 // promtool: run when installed, else skipped (Debian's package prometheus ships it).
