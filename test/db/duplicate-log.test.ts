@@ -85,7 +85,8 @@ test("duplicates at info: no line each, one summary per window with how many the
       stats.delivery(report);
     },
   };
-  const { lines, post } = await logged("info", { observer, duplicateSummaryMs: 300 });
+  // The window holds the four deliveries below even on a loaded machine (300 ms split them once in CI).
+  const { lines, post } = await logged("info", { observer, duplicateSummaryMs: 1500 });
 
   assert.equal(await post("evt_dlog_a"), "accepted");
   assert.equal(await post("evt_dlog_a"), "duplicate"); // from the cache
@@ -110,7 +111,7 @@ test("duplicates at info: no line each, one summary per window with how many the
   assert.equal(summary?.source, "stripe");
   assert.equal(summary?.duplicates, 3);
   assert.equal(summary?.fromCache, 2);
-  assert.equal(summary?.windowSeconds, 0.3);
+  assert.equal(summary?.windowSeconds, 1.5);
 
   // A duplicate after the summary opens the next window.
   assert.equal(await post("evt_dlog_b"), "duplicate");
