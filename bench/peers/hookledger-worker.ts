@@ -33,7 +33,14 @@ const hl = createHookledger({
 // claimEvent (public; docs/library-mode.md) on a client inside the caller's transaction: 500 claims per commit on
 // 4 connections, so that the untimed setup does not dominate the bench's runtime. Rows are what the edge writes.
 async function claimAll(): Promise<void> {
-  const pool = createPool({ connectionString: required("DATABASE_URL"), role: "ingest", max: 4 });
+  // Untimed setup: the ingest role's 1.5 s statement timeout (meant for a webhook's answer) once cancelled a claim
+  // here on a loaded machine and voided the round.
+  const pool = createPool({
+    connectionString: required("DATABASE_URL"),
+    role: "ingest",
+    max: 4,
+    statementTimeoutMs: 60_000,
+  });
   const ledger = ledgerContext(schema);
   let next = 0;
   const lane = async () => {
