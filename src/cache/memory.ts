@@ -1,4 +1,5 @@
 import type { SeenCache } from "../edge/observer.js";
+import { removeSlot, slotIndex } from "../edge/slot-index.js";
 
 /**
  * Options of {@link memorySeenCache}.
@@ -59,9 +60,8 @@ export function memorySeenCache(options: MemorySeenCacheOptions = {}): MemorySee
   const hashOf = new Uint32Array(max);
   const bodies = new Uint8Array(max * HASH_BYTES);
   const looked = new Uint8Array(max);
-  // Open addressing with linear probing, at most half full; each cell holds a slot number, or -1.
-  const index = new Int32Array(2 ** Math.ceil(Math.log2(max * 2 + 1))).fill(-1);
-  const mask = index.length - 1;
+  const index = slotIndex(max);
+  const { cells, mask } = index;
   const sources = new Map<string, number>();
   const scratch = new Uint8Array(MAX_KEY_BYTES);
   const encoder = new TextEncoder();
@@ -88,30 +88,18 @@ export function memorySeenCache(options: MemorySeenCacheOptions = {}): MemorySee
   // The index cell of the id in `scratch`, or the empty cell where it would go, as -(cell + 1).
   const find = (source: number, length: number, h: number): number => {
     for (let cell = h & mask; ; cell = (cell + 1) & mask) {
-      const slot = index[cell] as number;
+      const slot = cells[cell] as number;
       if (slot === -1) return -(cell + 1);
       if (same(slot, source, length, h)) return cell;
     }
   };
-  // Empties an index cell, moving later cells of the same run back so every probe still finds its id.
-  const unindex = (slot: number): void => {
-    let cell = (hashOf[slot] as number) & mask;
-    while (index[cell] !== slot) cell = (cell + 1) & mask;
-    for (let next = (cell + 1) & mask; index[next] !== -1; next = (next + 1) & mask) {
-      const home = (hashOf[index[next] as number] as number) & mask;
-      const stays = cell <= next ? cell < home && home <= next : cell < home || home <= next;
-      if (stays) continue;
-      index[cell] = index[next] as number;
-      cell = next;
-    }
-    index[cell] = -1;
-  };
+  const hashAt = (slot: number) => hashOf[slot] as number;
   const lookup = (source: string, dedupeKey: string): number => {
     const s = sources.get(source);
     const length = s === undefined ? -1 : encode(dedupeKey);
     if (s === undefined || length < 0) return -1;
     const cell = find(s, length, hash(s, length));
-    return cell < 0 ? -1 : (index[cell] as number);
+    return cell < 0 ? -1 : (cells[cell] as number);
   };
 
   const cache: MemorySeenCache = {
@@ -144,7 +132,7 @@ export function memorySeenCache(options: MemorySeenCacheOptions = {}): MemorySee
       const cell = find(s, length, h);
       let slot: number;
       if (cell >= 0) {
-        slot = index[cell] as number;
+        slot = cells[cell] as number;
         looked[slot] = 1; // added again: as good as looked up
       } else {
         if (used < max) {
@@ -156,9 +144,9 @@ export function memorySeenCache(options: MemorySeenCacheOptions = {}): MemorySee
           }
           slot = hand;
           hand = (hand + 1) % max;
-          unindex(slot);
+          removeSlot(index, slot, hashAt);
         }
-        index[-find(s, length, h) - 1] = slot;
+        cells[-find(s, length, h) - 1] = slot;
         ids.set(scratch.subarray(0, length), slot * MAX_KEY_BYTES);
         idLengths[slot] = length;
         sourceOf[slot] = s;

@@ -1,10 +1,10 @@
 import { CliError } from "./errors.js";
 
-/** The environment variable that sets, or turns off (`0`), the cap of {@link capYoungGeneration}. */
-export const SEMI_SPACE_VARIABLE = "HOOKLEDGER_SEMI_SPACE_MB";
+// The environment variable that sets, or turns off (`0`), the cap of capYoungGeneration.
+const SEMI_SPACE_VARIABLE = "HOOKLEDGER_SEMI_SPACE_MB";
 
-/** The cap's default, in MB per semi-space (docs/benchmarks.md#memory). */
-export const DEFAULT_SEMI_SPACE_MB = 8;
+// The cap's default, in MB per semi-space (docs/benchmarks.md#memory).
+const DEFAULT_SEMI_SPACE_MB = 8;
 
 const FLAG = /--max[-_]semi[-_]space[-_]size\b/;
 
@@ -40,9 +40,9 @@ type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
 /**
  * Restarts this process in place (same pid, same stdio, nothing opened yet) with V8's young generation capped, for
  * the commands that run for days (`serve`, `worker`). Node 24 sizes each of the young generation's two semi-spaces
- * at up to 64 MB by default (Node 20 and 22: 16 MB), and V8 reads the size only at start: under load `serve` then
- * held 259–271 MB resident, and 168–175 MB with 8 MB semi-spaces at an equal or higher request rate (`npm run bench`
- * under Node 24.21, docs/benchmarks.md#memory). `process.execve` exists from Node 22.15; on Node 20, on Windows and
+ * at up to 64 MB by default (Node 20 and 22: 16 MB), and V8 reads the size only at start: under the bench's load
+ * `serve` then held 266–290 MB resident, and 172–194 MB with 8 MB semi-spaces at the same request rate (Node 24.21,
+ * docs/benchmarks.md#memory). `process.execve` exists from Node 22.15; on Node 20, on Windows and
  * in a process started with an IPC channel nothing happens (set `NODE_OPTIONS=--max-semi-space-size=8` there).
  *
  * @example

@@ -1,4 +1,5 @@
 import type { RecalledEvent } from "./admit.js";
+import { removeSlot, type SlotIndex, slotIndex } from "./slot-index.js";
 
 /**
  * Bodies a receiver has answered as duplicates, by source and sha256, with the event each carries.
@@ -27,13 +28,13 @@ export interface KnownBodiesOptions {
 const HASH_BYTES = 32;
 const HEX = /^[0-9a-f]{64}$/;
 
-// One source's bodies: a ring in arrival order (`next` is the oldest once full), an open-addressing index keyed by
-// the hash's first four bytes (a sha256 needs no further hashing).
+// One source's bodies: a ring in arrival order (`next` is the oldest once full) and its index.
 interface Ring {
   readonly hashes: Uint8Array;
   readonly at: Float64Array;
   readonly events: (RecalledEvent | undefined)[];
-  readonly index: Int32Array;
+  readonly index: SlotIndex;
+  readonly hashAt: (slot: number) => number;
   used: number;
   next: number;
 }
@@ -60,15 +61,13 @@ export function knownBodies(options: KnownBodiesOptions = {}): KnownBodies {
   const now = options.now ?? (() => performance.now());
   const bySource = new Map<string, Ring>();
   const scratch = Buffer.alloc(HASH_BYTES);
-  const cells = 2 ** Math.ceil(Math.log2(max * 2 + 1));
-  const mask = cells - 1;
 
-  const home = (bytes: Uint8Array, at: number) =>
-    ((bytes[at] as number) |
-      ((bytes[at + 1] as number) << 8) |
-      ((bytes[at + 2] as number) << 16) |
-      ((bytes[at + 3] as number) << 24)) &
-    mask;
+  // A sha256 needs no further hashing: its first four bytes are the index's hash.
+  const word = (bytes: Uint8Array, at: number) =>
+    (bytes[at] as number) |
+    ((bytes[at + 1] as number) << 8) |
+    ((bytes[at + 2] as number) << 16) |
+    ((bytes[at + 3] as number) << 24);
   const same = (ring: Ring, slot: number) => {
     const at = slot * HASH_BYTES;
     for (let i = 0; i < HASH_BYTES; i++) if (ring.hashes[at + i] !== scratch[i]) return false;
@@ -76,24 +75,12 @@ export function knownBodies(options: KnownBodiesOptions = {}): KnownBodies {
   };
   // The index cell of the hash in `scratch`, or the empty cell where it would go, as -(cell + 1).
   const find = (ring: Ring): number => {
-    for (let cell = home(scratch, 0); ; cell = (cell + 1) & mask) {
-      const slot = ring.index[cell] as number;
+    const { cells, mask } = ring.index;
+    for (let cell = word(scratch, 0) & mask; ; cell = (cell + 1) & mask) {
+      const slot = cells[cell] as number;
       if (slot === -1) return -(cell + 1);
       if (same(ring, slot)) return cell;
     }
-  };
-  // Empties the slot's cell, moving later cells of its run back so every probe still finds its hash.
-  const unindex = (ring: Ring, slot: number): void => {
-    const { index } = ring;
-    let cell = home(ring.hashes, slot * HASH_BYTES);
-    while (index[cell] !== slot) cell = (cell + 1) & mask;
-    for (let next = (cell + 1) & mask; index[next] !== -1; next = (next + 1) & mask) {
-      const want = home(ring.hashes, (index[next] as number) * HASH_BYTES);
-      if (cell <= next ? cell < want && want <= next : cell < want || want <= next) continue;
-      index[cell] = index[next] as number;
-      cell = next;
-    }
-    index[cell] = -1;
   };
   const load = (bodySha256: string) =>
     HEX.test(bodySha256) && scratch.write(bodySha256, "hex") === HASH_BYTES;
@@ -103,17 +90,19 @@ export function knownBodies(options: KnownBodiesOptions = {}): KnownBodies {
       const ring = bySource.get(source);
       if (!ring || !load(bodySha256)) return undefined;
       const cell = find(ring);
-      return cell < 0 ? undefined : ring.events[ring.index[cell] as number];
+      return cell < 0 ? undefined : ring.events[ring.index.cells[cell] as number];
     },
     add(source, bodySha256, event) {
       if (!load(bodySha256)) return;
       let ring = bySource.get(source);
       if (!ring) {
+        const hashes = new Uint8Array(max * HASH_BYTES);
         ring = {
-          hashes: new Uint8Array(max * HASH_BYTES),
+          hashes,
           at: new Float64Array(max),
           events: new Array<RecalledEvent | undefined>(max).fill(undefined),
-          index: new Int32Array(cells).fill(-1),
+          index: slotIndex(max),
+          hashAt: (slot) => word(hashes, slot * HASH_BYTES),
           used: 0,
           next: 0,
         };
@@ -127,13 +116,13 @@ export function knownBodies(options: KnownBodiesOptions = {}): KnownBodies {
       } else {
         slot = ring.next;
         if (at - (ring.at[slot] as number) < minHoldMs) return;
-        unindex(ring, slot);
+        removeSlot(ring.index, slot, ring.hashAt);
         ring.next = (slot + 1) % max;
       }
       ring.hashes.set(scratch, slot * HASH_BYTES);
       ring.at[slot] = at;
       ring.events[slot] = event;
-      ring.index[-find(ring) - 1] = slot;
+      ring.index.cells[-find(ring) - 1] = slot;
     },
   };
 }
