@@ -10,8 +10,8 @@ import { removeSlot, slotIndex } from "../edge/slot-index.js";
 export interface MemorySeenCacheOptions {
   /**
    * Event ids kept; when full, one not looked up for the longest while goes first. Each costs about 100 bytes (the
-   * body's hash included), taken as the cache fills; ids longer than 48 bytes (UTF-8) are not kept, so Postgres
-   * answers their duplicates.
+   * body's hash included), taken as the cache fills; ids longer than 48 bytes (UTF-8), or holding a character
+   * outside the Basic Multilingual Plane or a lone surrogate, are not kept, so Postgres answers their duplicates.
    * @defaultValue 100_000
    */
   readonly max?: number;
@@ -36,6 +36,7 @@ const MAX_KEY_BYTES = 48;
 
 const HASH_BYTES = 32;
 const HEX = /^[0-9a-f]{64}$/;
+const SURROGATE = /[\ud800-\udfff]/;
 
 /**
  * The in-process confirmed-duplicate cache: a bounded set of event ids whose claim committed, each with its body's
@@ -68,8 +69,10 @@ export function memorySeenCache(options: MemorySeenCacheOptions = {}): MemorySee
   let used = 0;
   let hand = 0;
 
-  // The id's length in `scratch`, or -1 when it is longer than MAX_KEY_BYTES.
+  // The id's length in `scratch`, or -1 when it is longer than MAX_KEY_BYTES or holds a surrogate: UTF-8 encoding
+  // turns every lone surrogate into U+FFFD, which would make two ids one.
   const encode = (dedupeKey: string): number => {
+    if (SURROGATE.test(dedupeKey)) return -1;
     const { read, written } = encoder.encodeInto(dedupeKey, scratch);
     return read === dedupeKey.length ? written : -1;
   };

@@ -77,7 +77,7 @@ test("memorySeenCache keeps the last max ids of a run it was never asked about, 
   }
 });
 
-test("memorySeenCache keeps ids up to 48 UTF-8 bytes, non-ASCII included, and leaves longer ids and non-hex hashes to Postgres", () => {
+test("memorySeenCache keeps ids up to 48 UTF-8 bytes, non-ASCII included, and leaves longer ids, ids with surrogates and non-hex hashes to Postgres", () => {
   const seen = memorySeenCache();
   const long48 = "é".repeat(24); // 48 bytes
   const long49 = `${long48}x`;
@@ -92,5 +92,9 @@ test("memorySeenCache keeps ids up to 48 UTF-8 bytes, non-ASCII included, and le
     undefined,
     "a hash it cannot give back as it came is not held",
   );
+  // UTF-8 would write both lone surrogates as U+FFFD: two ids would be one.
+  seen.add("stripe", "evt_\ud800", sha("d"));
+  assert.equal(seen.peek("stripe", "evt_\ud801"), undefined);
+  assert.equal(seen.peek("stripe", "evt_\ud800"), undefined, "an id with a surrogate is not held");
   assert.equal(seen.size, 1);
 });
