@@ -41,7 +41,7 @@ const SURROGATE = /[\ud800-\udfff]/;
 /**
  * The in-process confirmed-duplicate cache: a bounded set of event ids whose claim committed, each with its body's
  * sha256, held in typed arrays (ids as UTF-8 bytes, hashes as 32 bytes, an open-addressing index), so a full cache
- * is a fixed ~9 MB that the garbage collector never walks or copies. When full, the CLOCK policy picks which id goes:
+ * is a fixed ~10 MB that the garbage collector never walks or copies. When full, the CLOCK policy picks which id goes:
  * the hand passes over ids looked up since it last came by (clearing their mark) and evicts the first one that was
  * not, an approximation of least recently used that needs no reordering on a hit.
  *
