@@ -118,6 +118,8 @@ export type {
 } from "./providers/types.js";
 
 export { type Service, type ServiceOptions, startService } from "./service.js";
+export { createDashboard, type Dashboard, type DashboardOptions } from "./dashboard/server.js";
+export type { DashboardUser } from "./dashboard/auth.js";
 
 export { defaultRetryPolicy, type RetryPolicy, retryDelay } from "./worker/backoff.js";
 export type { AttemptReport } from "./worker/attempt.js";

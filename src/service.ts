@@ -17,6 +17,7 @@ import { createDuplicateCounter } from "./ledger/cached-duplicates.js";
 import { createNodeHandler } from "./adapters/node/receiver.js";
 import { type EdgeObserver, observers, type SeenCache } from "./edge/observer.js";
 import { createOpsHandler, type NotReadyReason, withOps } from "./edge/ops.js";
+import { mountDashboard } from "./dashboard/mount.js";
 import { routeFromPath } from "./edge/route.js";
 import { answerError } from "./errors.js";
 import { type LedgerContext, ledgerContext } from "./ledger/context.js";
@@ -64,8 +65,13 @@ export interface ServiceOptions {
 export interface Service {
   /** `http://host:port` when serving. */
   readonly url: string | undefined;
-  /** With `serve`: `http://host:port` of the admin listener (`/metrics`, `/healthz`, `/readyz`). */
+  /** With `serve`: `http://host:port` of the admin listener (`/metrics`, `/healthz`, `/readyz`, `/dashboard/`). */
   readonly adminUrl: string | undefined;
+  /**
+   * With `serve` and the dashboard enabled: its address on the admin listener; on the demo (the embedded Postgres
+   * and no dashboard user configured), a local login link that signs in as `demo`.
+   */
+  readonly dashboardUrl: string | undefined;
   readonly connectionString: string;
   /** The metrics served on `GET /metrics` (also fed when only the worker runs). */
   readonly metrics: Metrics;
@@ -124,11 +130,16 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
     let webhooks: RequestListener = notYet(config, observer);
     let url: string | undefined;
     let adminUrl: string | undefined;
+    const dashboard =
+      options.serve && config.dashboard.enabled
+        ? mountDashboard({ config, connectionString, ledger, log, closers })
+        : undefined;
     if (options.serve) {
       url = await serveHttp((req, res) => webhooks(req, res), config.port, config.host, closers);
-      // The ops routes never answer on the public port (docs/architecture.md, "The admin listener").
+      // The ops routes and the dashboard never answer on the public port (docs/architecture.md, "The admin
+      // listener").
       adminUrl = await serveHttp(
-        withOps(ops, (_req, res) => res.writeHead(404).end()),
+        withOps(ops, dashboard?.listener ?? ((_req, res) => res.writeHead(404).end())),
         config.admin.port ?? adminPortFor(config.port),
         config.admin.host,
         closers,
@@ -196,7 +207,9 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       webhooks = createNodeHandler(receiver);
     }
     notReady = undefined;
-    return { url, adminUrl, connectionString, metrics, stop: stopAll };
+    dashboard?.open();
+    const dashboardUrl = dashboard && adminUrl && `${adminUrl}${dashboard.path}`;
+    return { url, adminUrl, dashboardUrl, connectionString, metrics, stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;

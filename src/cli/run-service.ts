@@ -8,17 +8,17 @@ import { CliError } from "./errors.js";
  * Starts the service for `serve` or `worker` and runs it until SIGINT or SIGTERM, then finishes in-flight work.
  * A database out of reach at start is waited for (see `untilDatabase`), and a signal meanwhile exits 0 at once.
  * A port already taken becomes one line naming the port and `fix` (no stack; the admin port's names ADMIN_PORT).
- * `announce` gets the service's URLs once it is ready, and `readyFile` (when given) is written then (the process
+ * `announce` gets the service once it is ready (for its URLs), and `readyFile` (when given) is written then (the process
  * id and a newline) and removed when the process stops.
  *
  * @example
- * await runUntilSignal(config, { log, serve: true, work: true }, { port: config.port, fix: "set PORT or --port …" }, (url) => {});
+ * await runUntilSignal(config, { log, serve: true, work: true }, { port: config.port, fix: "set PORT or --port …" }, ({ url }) => {});
  */
 export async function runUntilSignal(
   config: ResolvedConfig,
   options: ServiceOptions,
   port: { readonly port: number; readonly fix: string },
-  announce: (url: string | undefined, adminUrl: string | undefined) => void,
+  announce: (service: Service) => void,
   readyFile?: string,
 ): Promise<number> {
   const log: Logger = options.log;
@@ -67,7 +67,7 @@ export async function runUntilSignal(
       throw new CliError(`cannot write the ready file: ${error.message}; give --ready-file a writable path`);
     });
   }
-  announce(service.url, service.adminUrl);
+  announce(service);
   await done;
   return 0;
 }

@@ -88,6 +88,19 @@ export interface HookledgerConfig {
    */
   readonly admin?: { readonly port?: Configurable<number>; readonly host?: Configurable<string> };
   /**
+   * The web dashboard on the admin listener (`/dashboard/`) and `hookledger dashboard` (docs/dashboard.md). Each
+   * user signs in with a token; what a user does (retry, requeue) is recorded under the user's name.
+   * `HOOKLEDGER_DASHBOARD_TOKEN` in the environment adds a user named `admin`. Without any user the dashboard
+   * refuses every sign-in, except on the demo (the embedded Postgres), which prints a local login link.
+   * @example dashboard: { users: [{ name: "alice", token: env("ALICE_DASHBOARD_TOKEN") }] }
+   */
+  readonly dashboard?: {
+    /** Who may sign in: a name (shown in the record of actions) and a token of at least 16 characters. */
+    readonly users?: readonly { readonly name: string; readonly token: Configurable<string> }[];
+    /** `false` serves no dashboard at all. @defaultValue true */
+    readonly enabled?: boolean;
+  };
+  /**
    * Count failed verifications against the last `X-Forwarded-For` entry (the address a proxy in front appended)
    * instead of the connection's. Only behind such a proxy: otherwise any client picks its own address.
    * @defaultValue env("HOOKLEDGER_TRUST_PROXY") is "true" or "1", else false

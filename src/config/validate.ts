@@ -8,6 +8,7 @@ import { type Configurable, readConfigurable } from "./env.js";
 import { type ResolvedSchedules, resolveSchedules } from "./schedules.js";
 import { providerOptionChecks } from "./provider-options.js";
 import { resolveSecrets } from "./secrets.js";
+import { type ResolvedDashboard, resolveDashboard } from "./dashboard.js";
 import type { HookledgerConfig, ProviderName } from "./types.js";
 
 /** A configuration whose every value is checked and resolved. */
@@ -28,6 +29,8 @@ export interface ResolvedConfig {
   readonly admin: { readonly host: string; readonly port: number | undefined };
   /** Failed verifications are counted per the last `X-Forwarded-For` entry. */
   readonly trustProxy: boolean;
+  /** The dashboard's users (their tokens resolved); `enabled` false serves none. */
+  readonly dashboard: ResolvedDashboard;
   readonly schedules: ResolvedSchedules;
   /** Legal but risky choices, each naming the field; the service logs them at start. */
   readonly warnings: readonly string[];
@@ -174,6 +177,7 @@ export function resolveConfig(
     replayToken: read(config.replayToken ?? { env: "HOOKLEDGER_REPLAY_TOKEN" }),
     admin: resolveAdmin(config, environment, problems),
     trustProxy: config.trustProxy ?? /^(1|true)$/i.test(environment.HOOKLEDGER_TRUST_PROXY ?? ""),
+    dashboard: resolveDashboard(config.dashboard, environment, problems, checkSecrets),
     schedules: resolveSchedules(config.schedules, sources, environment, problems, checkSecrets),
     warnings,
     handlers,

@@ -69,6 +69,8 @@ export interface EventDetail extends EventSummary {
   /** Duplicates whose body differed from the first delivery's. */
   readonly bodyMismatches: number;
   readonly lastDuplicateAt: Date | null;
+  /** Which of the source's secrets verified the first delivery (its index in the list), when one did. */
+  readonly secretIndex: number | null;
 }
 
 /**
@@ -118,7 +120,7 @@ const showSql = statement(
   "events-show",
   (s) => `select ${SUMMARY_COLUMNS}, b.payload, b.headers, length(b.body) as body_bytes,
   encode(e.body_sha256, 'hex') as body_sha256, e.occurred_at, e.entity_type, e.entity_id,
-  e.entity_version::text as entity_version,
+  e.entity_version::text as entity_version, e.secret_index,
   coalesce(d.count, 0)::int as duplicates, coalesce(d.body_mismatches, 0)::int as body_mismatches,
   d.last_seen_at
 from ${s}.events e
@@ -153,6 +155,7 @@ interface DetailRow extends SummaryRow {
   duplicates: number;
   body_mismatches: number;
   last_seen_at: Date | null;
+  secret_index: number | null;
 }
 
 /**
@@ -203,7 +206,31 @@ export async function getEvent(
     duplicates: r.duplicates,
     bodyMismatches: r.body_mismatches,
     lastDuplicateAt: r.last_seen_at,
+    secretIndex: r.secret_index,
   };
+}
+
+const bodySql = statement(
+  "events-body",
+  (s) => `select b.body from ${s}.events e
+join ${s}.event_bodies b on b.source = e.source and b.dedupe_key = e.dedupe_key and b.received_at = e.received_at
+where e.source = $1::text and e.dedupe_key = $2::text`,
+);
+
+/**
+ * The raw body of an event's first delivery, byte for byte, or `undefined` when the ledger has no such event.
+ *
+ * @example
+ * const bytes = await getEventBody(pool, ledger, "stripe", "evt_1");
+ */
+export async function getEventBody(
+  db: Queryable,
+  ledger: LedgerContext,
+  source: string,
+  dedupeKey: string,
+): Promise<Buffer | undefined> {
+  const { rows } = await db.query<{ body: Buffer }>({ ...bodySql(ledger), values: [source, dedupeKey] });
+  return rows[0]?.body;
 }
 
 function summary(r: SummaryRow): EventSummary {

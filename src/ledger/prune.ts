@@ -53,6 +53,8 @@ const sweepSql = statement(
   returning e.dedupe_key, e.received_at
 ), counts as (
   delete from ${s}.duplicates d using gone where d.source = $1::text and d.dedupe_key = gone.dedupe_key
+), errors as (
+  delete from ${s}.attempt_errors a using gone where a.source = $1::text and a.dedupe_key = gone.dedupe_key
 ), kept_bodies as (
   delete from ${s}.event_bodies_default b using gone
   where b.source = $1::text and b.dedupe_key = gone.dedupe_key and b.received_at = gone.received_at
@@ -65,8 +67,8 @@ select count(*)::int as n from gone`,
 );
 
 /**
- * Prunes one batch of one source (docs/architecture.md §8): tombstones the batch's dedupe keys, then deletes its rows and
- * their `duplicates` counts. Only `settled` rows ever go; pending, failed, dead and inline rows stay. Each phase is
+ * Prunes one batch of one source (docs/architecture.md §8): tombstones the batch's dedupe keys, then deletes its rows,
+ * their `duplicates` counts and their attempts' errors. Only `settled` rows ever go; pending, failed, dead and inline rows stay. Each phase is
  * one short autocommit statement, so locks stay bounded by the batch. Returns how many rows were tombstoned
  * (`marked`, 0 when none are left) and how many went (`pruned`: fewer if some were requeued in between).
  *

@@ -77,10 +77,12 @@ export const command: Command = {
         ...(loaded.setup && { setup: loaded.setup }),
       },
       { port: config.port, fix: "set PORT or --port to another port" },
-      (url, adminUrl) => {
+      ({ url, adminUrl, dashboardUrl }) => {
+        // The dashboard's address stays out of the log: on the demo it holds the login link's key.
         log.info({ url, adminUrl }, "listening");
         // stderr: stdout carries the JSON log stream.
-        io.err(`hookledger listening on ${url}\nhookledger admin on ${adminUrl}\n`);
+        const dashboard = dashboardUrl ? `hookledger dashboard on ${dashboardUrl}\n` : "";
+        io.err(`hookledger listening on ${url}\nhookledger admin on ${adminUrl}\n${dashboard}`);
       },
       values["ready-file"],
     );

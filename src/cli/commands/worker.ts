@@ -63,7 +63,7 @@ export const command: Command = {
         ...(metricsPort !== undefined && { metricsPort }),
       },
       { port: metricsPort ?? 0, fix: "set METRICS_PORT to another port" },
-      (url) => {
+      ({ url }) => {
         log.info("worker running");
         if (url !== undefined) {
           log.info({ url: `${url}/metrics` }, "worker metrics listening");

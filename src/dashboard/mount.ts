@@ -1,0 +1,55 @@
+import type { RequestListener } from "node:http";
+import type { ResolvedConfig } from "../config/validate.js";
+import { createPool } from "../db/pool.js";
+import type { LedgerContext } from "../ledger/context.js";
+import type { Logger } from "../log.js";
+import { demoToken } from "./auth.js";
+import { createDashboard, type Dashboard } from "./server.js";
+
+/**
+ * The dashboard as the service mounts it on its admin listener: its own small pool, its users from the
+ * configuration, and on the demo (the embedded Postgres, no user configured) a `demo` user with a fresh token whose
+ * login link is printed. Until `open()` (the ledger is migrated) its paths answer 503; other paths go to `next`.
+ *
+ * @example
+ * const dashboard = mountDashboard({ config, connectionString, ledger, log, closers });
+ * http.createServer(withOps(ops, dashboard.listener));
+ * dashboard.open();
+ */
+export function mountDashboard(options: {
+  config: ResolvedConfig;
+  connectionString: string;
+  ledger: LedgerContext;
+  log: Logger;
+  closers: (() => Promise<void>)[];
+}): { listener: RequestListener; open(): void; readonly path: string } {
+  const { config, connectionString, ledger, log } = options;
+  const demo = config.database.kind !== "url" && config.dashboard.users.length === 0;
+  const users = demo ? [{ name: "demo", token: demoToken() }] : config.dashboard.users;
+  // Up to 4 queries of one page load run at once; kept apart from the admin pool the metrics and stats share.
+  const db = createPool({ connectionString, role: "admin", max: 4 });
+  options.closers.push(() => db.end());
+  const dashboard: Dashboard = createDashboard({
+    db,
+    ledger,
+    users,
+    log,
+    ...(demo && { loginLinkUser: "demo" }),
+  });
+  let ready = false;
+  return {
+    path: dashboard.loginLinkPath ?? "/dashboard/",
+    open: () => {
+      ready = true;
+    },
+    listener(req, res) {
+      if (!dashboard.handles(req.url ?? "/")) return void res.writeHead(404).end();
+      if (!ready) {
+        return void res
+          .writeHead(503, { "retry-after": "2", "content-type": "text/plain; charset=utf-8" })
+          .end("hookledger is starting: the dashboard opens once the ledger is ready\n");
+      }
+      dashboard.listener(req, res);
+    },
+  };
+}

@@ -1,0 +1,328 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { Handlers, resolveConfig, type Service, silentLogger, startService } from "hookledger";
+import { signDelivery } from "hookledger/testing";
+import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
+
+// The dashboard as `hookledger serve` mounts it: a real service on a fresh ledger, real signed deliveries, a real
+// worker whose handler fails for one type, and every request over HTTP as a browser would send it.
+
+const TOKEN = "dashboard-token-0123456789";
+const OTHER = "another-token-0123456789";
+const SECRET = "whsec_dashboard_test";
+let t: TestLedger;
+let service: Service;
+let admin: string;
+
+before(async () => {
+  t = await freshLedger();
+  const handlers = new Handlers()
+    .on("stripe", "invoice.paid", async (ctx) => {
+      await ctx.advance(
+        "invoice",
+        String((ctx.event.payload as { data: { object: { id: string } } }).data.object.id),
+        ctx.event.occurredAt ?? 0,
+      );
+    })
+    .on("stripe", "charge.failed", async () => {
+      throw new Error("the charge handler broke");
+    });
+  service = await startService(
+    resolveConfig(
+      {
+        database: { url: t.url, schema: t.schema },
+        port: 0,
+        sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_old_dashboard", SECRET] }],
+        handlers,
+        dashboard: {
+          users: [
+            { name: "alice", token: TOKEN },
+            { name: "bob", token: OTHER },
+          ],
+        },
+        worker: { retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 }, pollIntervalMs: 50 },
+      },
+      {},
+    ),
+    { log: silentLogger(), serve: true, work: true },
+  );
+  admin = service.adminUrl as string;
+});
+after(async () => {
+  await service?.stop();
+  await t.drop();
+});
+
+let seq = 0;
+async function deliver(type: string, objectId: string, created: number): Promise<string> {
+  seq += 1;
+  const id = `evt_dash_${seq}`;
+  const body = JSON.stringify({ id, type, created, data: { object: { id: objectId, object: "invoice" } } });
+  const signed = signDelivery({ provider: "stripe", secret: SECRET, body });
+  const response = await fetch(`${service.url}/webhooks/stripe`, {
+    method: "POST",
+    headers: signed.headers,
+    body: signed.body,
+  });
+  assert.equal(response.status, 200);
+  return id;
+}
+
+async function signIn(token = TOKEN): Promise<{ cookie: string; csrf: string }> {
+  const response = await fetch(`${admin}/dashboard/login`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin: admin },
+    body: new URLSearchParams({ token }),
+    redirect: "manual",
+  });
+  assert.equal(response.status, 303);
+  const setCookie = response.headers.get("set-cookie") ?? "";
+  const cookie = setCookie.split(";")[0] as string;
+  const session = await (await fetch(`${admin}/dashboard/api/session`, { headers: { cookie } })).json();
+  return { cookie, csrf: session.csrf };
+}
+
+const api = async (path: string, cookie: string) => {
+  const response = await fetch(`${admin}/dashboard/api/${path}`, { headers: { cookie } });
+  return { status: response.status, body: await response.json() };
+};
+
+test("dashboardUrl is on the admin listener, never on the webhook port", async () => {
+  assert.equal(service.dashboardUrl, `${admin}/dashboard/`);
+  assert.equal((await fetch(`${service.url}/dashboard/`, { redirect: "manual" })).status, 404);
+});
+
+test("GET /dashboard/ without a session redirects to the sign-in page, and the API answers 401 with no data", async () => {
+  await deliver("invoice.paid", "in_secret", 1_700_000_000);
+  const page = await fetch(`${admin}/dashboard/`, { redirect: "manual" });
+  assert.equal(page.status, 303);
+  assert.equal(page.headers.get("location"), "/dashboard/login");
+  const listed = await fetch(`${admin}/dashboard/api/events`);
+  assert.equal(listed.status, 401);
+  assert.doesNotMatch(await listed.text(), /evt_dash/);
+  const login = await fetch(`${admin}/dashboard/login`);
+  assert.equal(login.status, 200);
+  assert.match(await login.text(), /<label for="token">Access token<\/label>/);
+});
+
+test("POST /dashboard/login with a wrong token answers 401 and sets no cookie; the right one an HttpOnly SameSite cookie", async () => {
+  const wrong = await fetch(`${admin}/dashboard/login`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin: admin },
+    body: new URLSearchParams({ token: `${TOKEN}x` }),
+    redirect: "manual",
+  });
+  assert.equal(wrong.status, 401);
+  assert.equal(wrong.headers.get("set-cookie"), null);
+  const right = await fetch(`${admin}/dashboard/login`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin: admin },
+    body: new URLSearchParams({ token: TOKEN }),
+    redirect: "manual",
+  });
+  assert.equal(right.status, 303);
+  const cookie = right.headers.get("set-cookie") ?? "";
+  assert.match(cookie, /^hookledger_session=/);
+  assert.match(cookie, /; HttpOnly/);
+  assert.match(cookie, /; SameSite=Strict/);
+  assert.match(cookie, /; Path=\/dashboard/);
+  assert.doesNotMatch(cookie, new RegExp(TOKEN));
+});
+
+test("a session cookie whose user was changed or whose MAC was cut is refused", async () => {
+  const { cookie } = await signIn();
+  const [name, value] = cookie.split("=") as [string, string];
+  const [, expires, mac] = value.split(".") as [string, string, string];
+  const asBob = `${name}=${Buffer.from("bob").toString("base64url")}.${expires}.${mac}`;
+  assert.equal((await api("events", asBob)).status, 401);
+  assert.equal((await api("events", `${cookie.slice(0, -2)}`)).status, 401);
+  assert.equal((await api("events", cookie)).status, 200);
+});
+
+test("GET /dashboard/api/events pages newest first with a cursor, every event exactly once, and filters", async () => {
+  const { cookie } = await signIn();
+  const ids: string[] = [];
+  for (let i = 0; i < 7; i++) ids.push(await deliver("customer.updated", `cus_${i}`, 1_700_000_000 + i));
+  const seen: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const { status, body } = await api(
+      `events?type=customer.updated&limit=3${cursor ? `&cursor=${cursor}` : ""}`,
+      cookie,
+    );
+    assert.equal(status, 200);
+    assert.ok(body.events.length <= 3);
+    seen.push(...body.events.map((e: { dedupeKey: string }) => e.dedupeKey));
+    cursor = body.next;
+  } while (cursor);
+  assert.deepEqual(seen, [...ids].reverse());
+
+  const bySearch = await api(`events?id=${ids[2]}`, cookie);
+  assert.deepEqual(
+    bySearch.body.events.map((e: { dedupeKey: string }) => e.dedupeKey),
+    [ids[2]],
+  );
+  const none = await api("events?source=github", cookie);
+  assert.deepEqual(none.body.events, []);
+  const future = await api(
+    `events?since=${encodeURIComponent(new Date(Date.now() + 3_600_000).toISOString())}`,
+    cookie,
+  );
+  assert.deepEqual(future.body.events, []);
+});
+
+test("GET /dashboard/api/event shows the payload, the matched secret, every failed attempt with its stack, and the raw body byte for byte", async () => {
+  const { cookie } = await signIn();
+  const id = await deliver("charge.failed", "ch_1", 1_700_000_100);
+  await waitFor("the event to die after two attempts", async () => {
+    const { body } = await api(`event?source=stripe&key=${id}`, cookie);
+    return body.event?.status === "dead";
+  });
+  const { body } = await api(`event?source=stripe&key=${id}`, cookie);
+  assert.equal(body.event.type, "charge.failed");
+  assert.equal(body.event.secretIndex, 1);
+  assert.equal(body.event.arrivedVia, "delivery");
+  assert.deepEqual(body.event.payload.data.object.id, "ch_1");
+  assert.equal(JSON.stringify(body).includes("stripe-signature"), false);
+  assert.deepEqual(
+    body.attempts.map((a: { attempt: number }) => a.attempt),
+    [1, 2],
+  );
+  for (const a of body.attempts) {
+    assert.match(a.error, /^the charge handler broke\n\s+at /);
+  }
+  const raw = await fetch(`${admin}/dashboard/api/body?source=stripe&key=${id}`, { headers: { cookie } });
+  assert.equal(raw.headers.get("content-disposition"), `attachment; filename="stripe-${id}.body"`);
+  const { rows } = await t.pool.query(
+    `select b.body from ${t.ledger.s}.event_bodies b where b.dedupe_key = $1`,
+    [id],
+  );
+  assert.deepEqual(Buffer.from(await raw.arrayBuffer()), rows[0].body);
+});
+
+test("GET /dashboard/api/event shows the entity's history: which event applied and which was stale", async () => {
+  const { cookie } = await signIn();
+  const newer = await deliver("invoice.paid", "in_hist", 1_700_000_500);
+  const older = await deliver("invoice.paid", "in_hist", 1_700_000_400);
+  await waitFor("both settled", async () => {
+    const { body } = await api(`events?entity=invoice:in_hist`, cookie);
+    return body.events.length === 2 && body.events.every((e: { status: string }) => e.status === "settled");
+  });
+  const { body } = await api(`event?source=stripe&key=${older}`, cookie);
+  assert.equal(body.entity.applied.dedupeKey, newer);
+  const outcomes = Object.fromEntries(
+    body.entity.events.map((e: { dedupeKey: string; outcome: string }) => [e.dedupeKey, e.outcome]),
+  );
+  assert.deepEqual(outcomes, { [newer]: "applied", [older]: "stale" });
+});
+
+test("POST /dashboard/api/retry without the CSRF header, or from another origin, is refused and changes nothing", async () => {
+  const { cookie, csrf } = await signIn();
+  const id = await deliver("charge.failed", "ch_csrf", 1_700_000_200);
+  await waitFor(
+    "dead",
+    async () => (await api(`event?source=stripe&key=${id}`, cookie)).body.event?.status === "dead",
+  );
+  const body = JSON.stringify({ events: [{ source: "stripe", dedupeKey: id }] });
+  const noToken = await fetch(`${admin}/dashboard/api/retry`, {
+    method: "POST",
+    headers: { cookie, "content-type": "application/json" },
+    body,
+  });
+  assert.equal(noToken.status, 403);
+  const crossSite = await fetch(`${admin}/dashboard/api/retry`, {
+    method: "POST",
+    headers: {
+      cookie,
+      "content-type": "application/json",
+      "x-hookledger-csrf": csrf,
+      origin: "http://evil.example",
+    },
+    body,
+  });
+  assert.equal(crossSite.status, 403);
+  const otherSession = await signIn(OTHER);
+  const wrongToken = await fetch(`${admin}/dashboard/api/retry`, {
+    method: "POST",
+    headers: { cookie, "content-type": "application/json", "x-hookledger-csrf": otherSession.csrf },
+    body,
+  });
+  assert.equal(wrongToken.status, 403);
+  assert.equal((await api(`event?source=stripe&key=${id}`, cookie)).body.event.status, "dead");
+  assert.deepEqual((await api("actions", cookie)).body.actions, []);
+});
+
+test("POST /dashboard/api/retry and requeue run dead events again and record who did what", async () => {
+  const { cookie, csrf } = await signIn(OTHER);
+  const a = await deliver("charge.failed", "ch_a", 1_700_000_300);
+  const b = await deliver("charge.failed", "ch_b", 1_700_000_301);
+  for (const id of [a, b]) {
+    await waitFor(
+      "dead",
+      async () => (await api(`event?source=stripe&key=${id}`, cookie)).body.event?.status === "dead",
+    );
+  }
+  const post = (route: string, body: unknown) =>
+    fetch(`${admin}/dashboard/api/${route}`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json", "x-hookledger-csrf": csrf, origin: admin },
+      body: JSON.stringify(body),
+    });
+  const retried = await post("retry", { events: [{ source: "stripe", dedupeKey: a }] });
+  assert.equal(retried.status, 200);
+  assert.deepEqual((await retried.json()).counts, { retried: 1 });
+  const count = await api("requeue-count?status=dead&type=charge.failed", cookie);
+  assert.ok(count.body.count >= 1);
+  const requeued = await post("requeue", { filter: { status: "dead", type: "charge.failed" } });
+  assert.equal(requeued.status, 200);
+  const { actions } = (await api("actions", cookie)).body;
+  assert.deepEqual(
+    actions.map((x: { actor: string; action: string }) => [x.actor, x.action]),
+    [
+      ["bob", "requeue"],
+      ["bob", "retry"],
+    ],
+  );
+  assert.deepEqual(actions[1].events, [{ source: "stripe", dedupeKey: a }]);
+  assert.deepEqual(actions[1].result, { retried: 1 });
+  await waitFor("the retried event's third attempt", async () => {
+    const { body } = await api(`event?source=stripe&key=${a}`, cookie);
+    return body.attempts.length === 3;
+  });
+});
+
+test("the dashboard answers a bad query 400 naming the field, an unknown route 404, and never a stack", async () => {
+  const { cookie } = await signIn();
+  for (const [path, field] of [
+    ["events?cursor=nonsense", "cursor"],
+    ["events?status=bogus", "status"],
+    ["events?since=yesterday", "since"],
+    ["event?source=stripe", "source and key"],
+    ["health?window=7d", "window"],
+    ["requeue-count?status=settled", "status"],
+  ] as const) {
+    const { status, body } = await api(path, cookie);
+    assert.equal(status, 400, path);
+    assert.equal(body.error, "bad_request");
+    assert.ok(body.message.startsWith(field), `${path}: ${body.message}`);
+  }
+  assert.equal((await api("nowhere", cookie)).status, 404);
+  assert.equal((await api("event?source=stripe&key=evt_missing", cookie)).status, 404);
+});
+
+test("GET /dashboard/api/health counts the deliveries and settle times of the window", async () => {
+  const { cookie } = await signIn();
+  await deliver("customer.updated", "cus_health", 1_700_000_900);
+  await waitFor("the delivery counted", async () => {
+    const { body } = await api("health?window=1h", cookie);
+    return body.sources.some((s: { uniqueEvents: number }) => s.uniqueEvents > 0);
+  });
+  const { body } = await api("health?window=1h", cookie);
+  assert.equal(body.bucketMs, 60_000);
+  assert.ok(body.buckets.length >= 60 && body.buckets.length <= 61, String(body.buckets.length));
+  assert.ok(
+    body.buckets.some(
+      (b: { settled: number; settleP99: number | null }) => b.settled > 0 && b.settleP99 !== null,
+    ),
+  );
+});
