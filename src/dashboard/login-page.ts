@@ -22,6 +22,7 @@ export function loginPage(hasUsers: boolean, failed: boolean): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sign in · hookledger</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/dashboard/assets/app.css">
 </head>
 <body>

@@ -209,6 +209,8 @@ test("GET /dashboard/api/event shows the entity's history: which event applied a
     return body.events.length === 2 && body.events.every((e: { status: string }) => e.status === "settled");
   });
   const { body } = await api(`event?source=stripe&key=${older}`, cookie);
+  // The worker's arm writes a note into last_error before every handler runs: a settled event has no failure.
+  assert.deepEqual(body.attempts, []);
   assert.equal(body.entity.applied.dedupeKey, newer);
   const outcomes = Object.fromEntries(
     body.entity.events.map((e: { dedupeKey: string; outcome: string }) => [e.dedupeKey, e.outcome]),

@@ -65,8 +65,10 @@ async function eventsView(query) {
     known = keys;
     holder.replaceChildren(eventsTable(page.events, { fresh }));
     pager.replaceChildren(
-      cursor && h("a", { href: `#/events?${withParam(query, "cursor", undefined)}` }, "← Newest"),
-      page.next && h("a", { href: `#/events?${withParam(query, "cursor", page.next)}` }, "Older →"),
+      ...[
+        cursor && h("a", { href: `#/events?${withParam(query, "cursor", undefined)}` }, "← Newest"),
+        page.next && h("a", { href: `#/events?${withParam(query, "cursor", page.next)}` }, "Older →"),
+      ].filter(Boolean),
     );
     live.textContent = cursor || params.id ? "" : `Live · updated ${new Date().toLocaleTimeString()}`;
   };

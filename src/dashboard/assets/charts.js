@@ -40,7 +40,8 @@ export function lineChart(title, times, series, format = (v) => String(Math.roun
   }
   for (const i of [0, Math.floor((times.length - 1) / 2), times.length - 1]) {
     if (times[i] === undefined) continue;
-    const text = svg("text", { x: x(i), y: height - 6, "text-anchor": "middle" });
+    const anchor = i === 0 ? "start" : i === times.length - 1 ? "end" : "middle";
+    const text = svg("text", { x: x(i), y: height - 6, "text-anchor": anchor });
     text.textContent = new Date(times[i]).toLocaleTimeString(undefined, {
       hour: "2-digit",
       minute: "2-digit",
@@ -56,6 +57,13 @@ export function lineChart(title, times, series, format = (v) => String(Math.roun
     chart.append(
       svg("path", { d, fill: "none", stroke: s.color, "stroke-width": 2, "stroke-linejoin": "round" }),
     );
+    // A point with no neighbour draws no line: a dot shows it.
+    s.values.forEach((v, i) => {
+      const alone = (s.values[i - 1] ?? null) === null && (s.values[i + 1] ?? null) === null;
+      if (v !== null && Number.isFinite(v) && alone) {
+        chart.append(svg("circle", { cx: x(i), cy: y(v), r: 3, fill: s.color }));
+      }
+    });
   }
   const legend = h(
     "div",

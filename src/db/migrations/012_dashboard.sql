@@ -15,7 +15,10 @@ create index events_entity on events (entity_type, entity_id, received_at) where
 -- Every failed attempt's error, kept as history (events.last_error holds only the latest). Written by a trigger, so
 -- every path that records a failure (the worker's fail, the pick's note of an attempt that ended unrecorded, the
 -- inline guard's failure, a batch's end) is covered by one rule; an update that leaves last_error as it was, or
--- clears it, costs only the trigger's WHEN test. Pruned with the event's row.
+-- clears it, costs only the trigger's WHEN test. The worker's arm (ledger/arm.ts) writes its BATCH_ENDED text into
+-- every event it runs, inside the event's savepoint, and the settle replaces it: that mark is not a failure, and the
+-- WHEN test leaves it out by its first words (a test of the dashboard checks that a settled event has no failed
+-- attempt). Pruned with the event's row.
 create table attempt_errors (
   source     text        not null,
   dedupe_key text        not null,
@@ -40,7 +43,8 @@ end $$;
 create trigger events_attempt_error
 after update of last_error on events
 for each row
-when (new.last_error is not null and (new.last_error, new.attempts) is distinct from (old.last_error, old.attempts))
+when (new.last_error is not null and (new.last_error, new.attempts) is distinct from (old.last_error, old.attempts)
+  and new.last_error not like 'a handler of its batch ended the transaction itself%')
 execute function record_attempt_error();
 
 -- What the dashboard's users did (retry, requeue): who, when, what, and what came of it. Append-only.
