@@ -21,6 +21,7 @@ Commands:
   reconcile          list the Stripe events the ledger lacks and claim them
   prune              delete settled events past a horizon, keeping tombstones of their keys
   backfill-versions  seed the version guard from your own tables
+  dashboard          the web dashboard on its own listener (serve also has it, on its admin listener)
 
 Run \`hookledger <command> --help\` for a command's options and examples.
 
@@ -29,8 +30,8 @@ Options:
   -v, --version   print the version
 
 Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL, LOG_LEVEL,
-  LOG_FORMAT, HOOKLEDGER_EMBEDDED_PORT, HOOKLEDGER_TRUST_PROXY; ADMIN_PORT and ADMIN_HOST (serve: /metrics, /healthz
-  and /readyz, default 127.0.0.1 on the next port); METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port);
+  LOG_FORMAT, HOOKLEDGER_EMBEDDED_PORT, HOOKLEDGER_TRUST_PROXY; ADMIN_PORT and ADMIN_HOST (serve: /metrics, /healthz,
+  /readyz and /dashboard/, default 127.0.0.1 on the next port); HOOKLEDGER_DASHBOARD_TOKEN (the dashboard's user admin); METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port);
   HOOKLEDGER_SEMI_SPACE_MB (serve, worker: V8's young generation cap on Node 22.15+, default 8, 0 = node's own)
 
 Examples:
@@ -56,6 +57,7 @@ const COMMANDS: readonly string[] = [
   "reconcile",
   "prune",
   "backfill-versions",
+  "dashboard",
 ];
 
 async function main(argv: string[]): Promise<number> {

@@ -50,6 +50,7 @@ const HELP_OF = [
   ["reconcile", "stripe"],
   ["prune"],
   ["backfill-versions"],
+  ["dashboard"],
 ];
 
 test("hookledger <command> --help and -h exit 0 with the command's options and examples", async () => {
@@ -78,6 +79,7 @@ test("hookledger --help lists every command, backfill-versions included; --versi
     "replay",
     "reconcile",
     "prune",
+    "dashboard",
   ]) {
     assert.match(r.stdout, new RegExp(`^ {2}${command} +\\S`, "m"), command);
   }

@@ -6,9 +6,11 @@ import type { Command } from "./types.js";
 
 const HELP = `Usage: hookledger serve [--config FILE] [--port N] [--no-worker] [--no-migrate] [--ready-file PATH]
 
-Receives webhooks on POST /webhooks/:source and runs the worker in the same process. /metrics, /healthz and
-/readyz answer on a separate admin listener (ADMIN_HOST, default 127.0.0.1; ADMIN_PORT, default the webhook port
-+ 1), never on the webhook port. Without DATABASE_URL it starts an embedded Postgres in ./.hookledger/pg; the
+Receives webhooks on POST /webhooks/:source and runs the worker in the same process. /metrics, /healthz, /readyz
+and the web dashboard (/dashboard/) answer on a separate admin listener (ADMIN_HOST, default 127.0.0.1; ADMIN_PORT,
+default the webhook port + 1), never on the webhook port. The dashboard's users sign in with a token
+(HOOKLEDGER_DASHBOARD_TOKEN, or the config's dashboard.users); on the demo "hookledger dashboard on URL" prints a
+local login link. Without DATABASE_URL it starts an embedded Postgres in ./.hookledger/pg; the
 ledger's migrations run at start. A database out of reach at start is waited for (retrying 0.5 s to 10 s apart;
 /readyz answers 503 database_unreachable and webhooks 503 meanwhile). Logs are JSON lines on stdout; "hookledger
 listening on URL" goes to stderr once the service is ready.
@@ -24,7 +26,7 @@ Options:
                   write PATH (the process id) once ready; removed when the process stops
   -h, --help      show this help
 
-Environment: DATABASE_URL, PORT, HOST, ADMIN_PORT, ADMIN_HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE,
+Environment: DATABASE_URL, PORT, HOST, ADMIN_PORT, ADMIN_HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_DASHBOARD_TOKEN,
   HOOKLEDGER_REPLAY_TOKEN, HOOKLEDGER_TRUST_PROXY (count failed verifications per X-Forwarded-For: only behind a
   proxy), REDIS_URL, LOG_LEVEL, LOG_FORMAT (json | pretty), HOOKLEDGER_EMBEDDED_PORT (the demo's embedded Postgres),
   HOOKLEDGER_SEMI_SPACE_MB (V8's young generation, Node 22.15+: default 8, 0 keeps node's own)
