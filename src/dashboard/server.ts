@@ -18,7 +18,10 @@ export interface DashboardOptions {
   /** The ledger's database (the service's admin pool). */
   readonly db: Pool;
   readonly ledger: LedgerContext;
-  /** Who may sign in. Empty: every sign-in is refused, and the login page says how to add a user. */
+  /**
+   * Who may sign in, each token 16 characters or more (a shorter one throws). Empty: every sign-in is refused, and
+   * the login page says how to add a user.
+   */
   readonly users: readonly DashboardUser[];
   /** A user whose token also works as `GET /dashboard/login?key=…`: the demo's local login link. */
   readonly loginLinkUser?: string;
@@ -71,6 +74,12 @@ const ASSETS: Record<string, string> = {
  */
 export function createDashboard(options: DashboardOptions): Dashboard {
   const { log } = options;
+  for (const user of options.users) {
+    // An empty or short token would let a guess sign in: sign-ins are not rate limited (docs/dashboard.md).
+    if (typeof user.token !== "string" || user.token.length < 16) {
+      throw new TypeError(`createDashboard: the token of user '${user.name}' needs 16 characters or more`);
+    }
+  }
   const auth = dashboardAuth(options.users);
   const linkUser = options.users.find((u) => u.name === options.loginLinkUser);
   const assets = new Map(

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Handlers, resolveConfig, type Service, silentLogger, startService } from "hookledger";
+import {
+  createDashboard,
+  Handlers,
+  resolveConfig,
+  type Service,
+  silentLogger,
+  startService,
+} from "hookledger";
 import { signDelivery } from "hookledger/testing";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 
@@ -326,5 +333,12 @@ test("GET /dashboard/api/health counts the deliveries and settle times of the wi
     body.buckets.some(
       (b: { settled: number; settleP99: number | null }) => b.settled > 0 && b.settleP99 !== null,
     ),
+  );
+});
+
+test("createDashboard refuses a user whose token is shorter than 16 characters", () => {
+  assert.throws(
+    () => createDashboard({ db: t.pool, ledger: t.ledger, users: [{ name: "eve", token: "" }] }),
+    /the token of user 'eve' needs 16 characters or more/,
   );
 });
