@@ -119,6 +119,15 @@ export type {
 
 export { type Service, type ServiceOptions, startService } from "./service.js";
 
+export { type Alerts, type AlertsOptions, startAlerts } from "./alerts/schedule.js";
+export type {
+  AlertData,
+  AlertDestination,
+  AlertKind,
+  AlertRuleName,
+  AlertRules,
+} from "./alerts/types.js";
+
 export { defaultRetryPolicy, type RetryPolicy, retryDelay } from "./worker/backoff.js";
 export type { AttemptReport } from "./worker/attempt.js";
 export { type Handler, type HandlerContext, type HandlerEvent, Handlers } from "./worker/handlers.js";
