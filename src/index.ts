@@ -5,6 +5,7 @@ export { createHookledger, type Hookledger, type HookledgerOptions } from "./fac
 
 export { defineConfig, type HookledgerConfig, type ProviderName, type SourceConfig } from "./config/types.js";
 export type { SchedulesConfig } from "./config/schedules.js";
+export type { AlertRulesConfig, AlertsConfig, AlertWebhookConfig, ResolvedAlerts } from "./config/alerts.js";
 export { type Configurable, type Env, type EnvRef, env } from "./config/env.js";
 export {
   ConfigError,

@@ -3,6 +3,7 @@ import { createProvider } from "../providers/index.js";
 import { MAX_BATCH } from "../ledger/pick.js";
 import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";
 import { Handlers } from "../worker/handlers.js";
+import { type ResolvedAlerts, resolveAlerts } from "./alerts.js";
 import { type ResolvedDatabase, resolveDatabase, resolveListen } from "./database.js";
 import { type Configurable, readConfigurable } from "./env.js";
 import { type ResolvedSchedules, resolveSchedules } from "./schedules.js";
@@ -29,6 +30,8 @@ export interface ResolvedConfig {
   /** Failed verifications are counted per the last `X-Forwarded-For` entry. */
   readonly trustProxy: boolean;
   readonly schedules: ResolvedSchedules;
+  /** `undefined` without `alerts` in the configuration. */
+  readonly alerts: ResolvedAlerts | undefined;
   /** Legal but risky choices, each naming the field; the service logs them at start. */
   readonly warnings: readonly string[];
   readonly handlers: Handlers;
@@ -67,8 +70,8 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 /** Options of {@link resolveConfig}. */
 export interface ResolveOptions {
   /**
-   * Check the signing secrets and the schedules' API keys. `false` is for commands that verify no delivery and
-   * run no schedule (migrate, stats, events, prune, replay, reconcile): they start without the secrets set.
+   * Check the signing secrets, the schedules' API keys and the alerts' URLs and secrets. `false` is for commands
+   * that verify no delivery, run no schedule and send no alert (migrate, stats, events, prune, replay, reconcile): they start without the secrets set.
    * @defaultValue true
    * @example resolveConfig(userConfig, process.env, { secrets: false })
    */
@@ -175,6 +178,7 @@ export function resolveConfig(
     admin: resolveAdmin(config, environment, problems),
     trustProxy: config.trustProxy ?? /^(1|true)$/i.test(environment.HOOKLEDGER_TRUST_PROXY ?? ""),
     schedules: resolveSchedules(config.schedules, sources, environment, problems, checkSecrets),
+    alerts: resolveAlerts(config.alerts, environment, problems, checkSecrets),
     warnings,
     handlers,
     worker: {
