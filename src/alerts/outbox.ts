@@ -5,7 +5,7 @@ import type { AlertData, AlertKind } from "./types.js";
  * A queued message taken for sending, its attempt counted.
  *
  * @example
- * const [message]: readonly OutgoingAlert[] = await takeDueAlerts(pool, ledger, { destinations: ["slack"], limit: 20, leaseMs: 60_000 });
+ * const [message]: readonly OutgoingAlert[] = await takeDueAlerts(pool, ledger, { destinations: ["slack"], sources: ["stripe"], limit: 20, leaseMs: 60_000 });
  */
 export interface OutgoingAlert {
   readonly source: string;
@@ -30,6 +30,7 @@ set attempts = m.attempts + 1, next_attempt_at = now() + $3::bigint * interval '
 from (
   select q.source, q.rule, q.episode, q.kind, q.destination from ${s}.alert_messages q
   where q.sent_at is null and q.next_attempt_at <= now() and q.destination = any($1::text[])
+    and q.source = any($4::text[])
     and not (q.kind = 'resolved' and exists (
       select 1 from ${s}.alert_messages f
       where f.source = q.source and f.rule = q.rule and f.episode = q.episode and f.kind = 'firing'
@@ -71,20 +72,20 @@ interface Row {
 }
 
 /**
- * Takes up to `limit` due messages for the given destinations, counting an attempt of each and leasing them for
- * `leaseMs`; concurrent callers take different messages.
+ * Takes up to `limit` due messages of the given sources for the given destinations, counting an attempt of each
+ * and leasing them for `leaseMs`; concurrent callers take different messages.
  *
  * @example
- * const due = await takeDueAlerts(pool, ledger, { destinations: ["slack"], limit: 20, leaseMs: 60_000 });
+ * const due = await takeDueAlerts(pool, ledger, { destinations: ["slack"], sources: ["stripe"], limit: 20, leaseMs: 60_000 });
  */
 export async function takeDueAlerts(
   db: Queryable,
   ledger: LedgerContext,
-  options: { destinations: readonly string[]; limit: number; leaseMs: number },
+  options: { destinations: readonly string[]; sources: readonly string[]; limit: number; leaseMs: number },
 ): Promise<OutgoingAlert[]> {
   const { rows } = await db.query<Row>({
     ...takeSql(ledger),
-    values: [[...options.destinations], options.limit, Math.round(options.leaseMs)],
+    values: [[...options.destinations], options.limit, Math.round(options.leaseMs), [...options.sources]],
   });
   return rows.map((r) => ({
     source: r.source,

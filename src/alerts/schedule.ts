@@ -43,7 +43,7 @@ export interface Alerts {
   stop(): Promise<void>;
 }
 
-const BATCH = 20;
+const MAX_IN_FLIGHT = 20;
 
 /**
  * Evaluates the alert rules on an interval and sends the messages their transitions queue (docs/monitoring.md,
@@ -60,7 +60,10 @@ const BATCH = 20;
 export function startAlerts(options: AlertsOptions): Alerts {
   const stopping = new AbortController();
   const names = options.destinations.map((d) => d.name);
-  const sender = loop(options.pollMs ?? 2000, stopping.signal, () => sendDue(options, stopping.signal));
+  const inFlight = new Set<Promise<void>>();
+  const sender = loop(options.pollMs ?? 2000, stopping.signal, () =>
+    sendDue(options, inFlight, stopping.signal),
+  );
   const evaluator = loop(options.everyMs, stopping.signal, async () => {
     if ((await evaluate(options, names)) > 0) sender.wake();
     return false;
@@ -69,6 +72,7 @@ export function startAlerts(options: AlertsOptions): Alerts {
     async stop() {
       stopping.abort();
       await Promise.all([evaluator.stop(), sender.stop()]);
+      await Promise.all(inFlight);
     },
   };
 }
@@ -130,22 +134,37 @@ async function evaluate(options: AlertsOptions, destinations: readonly string[])
   }
 }
 
-// Sends one batch of due messages, all destinations at once; true when the batch was full (more may wait).
-async function sendDue(options: AlertsOptions, signal: AbortSignal): Promise<boolean> {
+// Takes due messages and starts their sends without waiting for them, up to MAX_IN_FLIGHT at a time: a destination
+// that does not answer holds its own messages until the timeout, never the others'. True when more may be due.
+async function sendDue(
+  options: AlertsOptions,
+  inFlight: Set<Promise<void>>,
+  signal: AbortSignal,
+): Promise<boolean> {
   const { pool, ledger, log } = options;
   const timeoutMs = options.sendTimeoutMs ?? 10_000;
   const policy: RetryPolicy = { maxAttempts: 20, baseDelayMs: 2000, maxDelayMs: 600_000, ...options.retry };
+  const room = MAX_IN_FLIGHT - inFlight.size;
+  if (room <= 0) return false;
   try {
     const due = await takeDueAlerts(pool, ledger, {
       destinations: options.destinations.map((d) => d.name),
-      limit: BATCH,
+      sources: options.sources,
+      limit: room,
       // Past the send's timeout, so no other instance takes a message this one is still sending.
       leaseMs: timeoutMs + 30_000,
     });
-    await Promise.all(due.map((m) => sendOne(options, m, timeoutMs, policy, signal)));
-    return due.length === BATCH;
+    for (const m of due) {
+      const sending: Promise<void> = sendOne(options, m, timeoutMs, policy, signal)
+        .catch((error) =>
+          log.error({ err: error, rule: m.rule, source: m.source }, "alerts: recording a send failed"),
+        )
+        .finally(() => inFlight.delete(sending));
+      inFlight.add(sending);
+    }
+    return due.length === room;
   } catch (error) {
-    log.error({ err: error }, "alerts: sending failed; trying again shortly");
+    log.error({ err: error }, "alerts: taking queued messages failed; trying again shortly");
     return false;
   }
 }
