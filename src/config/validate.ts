@@ -71,11 +71,19 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 export interface ResolveOptions {
   /**
    * Check the signing secrets, the schedules' API keys and the alerts' URLs and secrets. `false` is for commands
-   * that verify no delivery, run no schedule and send no alert (migrate, stats, events, prune, replay, reconcile): they start without the secrets set.
+   * that verify no delivery, run no schedule and send no alert (migrate, stats, events, prune, replay, reconcile):
+   * they start without the secrets set.
    * @defaultValue true
    * @example resolveConfig(userConfig, process.env, { secrets: false })
    */
   readonly secrets?: boolean;
+  /**
+   * Check the alerts' URLs and secrets; `false` for a command that checks the signing secrets but sends no alert
+   * (`hookledger send`).
+   * @defaultValue the value of `secrets`
+   * @example resolveConfig(userConfig, process.env, { alerts: false })
+   */
+  readonly alerts?: boolean;
 }
 
 /**
@@ -178,7 +186,7 @@ export function resolveConfig(
     admin: resolveAdmin(config, environment, problems),
     trustProxy: config.trustProxy ?? /^(1|true)$/i.test(environment.HOOKLEDGER_TRUST_PROXY ?? ""),
     schedules: resolveSchedules(config.schedules, sources, environment, problems, checkSecrets),
-    alerts: resolveAlerts(config.alerts, environment, problems, checkSecrets),
+    alerts: resolveAlerts(config.alerts, environment, problems, options.alerts ?? checkSecrets),
     warnings,
     handlers,
     worker: {

@@ -119,3 +119,17 @@ test("resolveConfig refuses alerts without a destination, a misspelt rule, a bad
     'alerts.every: "30 seconds" is not a duration; write e.g. 30s, 15m or 1h',
   ]);
 });
+
+test("resolveConfig(…, { alerts: false }) checks the sources' secrets but not the alerts' URLs (hookledger send)", () => {
+  const config = withAlerts({ slack: env("SLACK_ALERT_WEBHOOK_URL") });
+  assert.deepEqual(resolveConfig(config, {}, { alerts: false }).alerts?.destinations, []);
+  assert.throws(
+    () =>
+      resolveConfig(
+        { ...config, sources: [{ name: "s", provider: "stripe", secrets: [env("S")] }] },
+        {},
+        { alerts: false },
+      ),
+    /sources\[0\]\.secrets\[0\]/,
+  );
+});
