@@ -5,6 +5,7 @@ export { createHookledger, type Hookledger, type HookledgerOptions } from "./fac
 
 export { defineConfig, type HookledgerConfig, type ProviderName, type SourceConfig } from "./config/types.js";
 export type { SchedulesConfig } from "./config/schedules.js";
+export type { AlertRulesConfig, AlertsConfig, AlertWebhookConfig, ResolvedAlerts } from "./config/alerts.js";
 export { type Configurable, type Env, type EnvRef, env } from "./config/env.js";
 export {
   ConfigError,
@@ -120,6 +121,15 @@ export type {
 export { type Service, type ServiceOptions, startService } from "./service.js";
 export { createDashboard, type Dashboard, type DashboardOptions } from "./dashboard/server.js";
 export type { DashboardUser } from "./dashboard/auth.js";
+
+export { type Alerts, type AlertsOptions, startAlerts } from "./alerts/schedule.js";
+export type {
+  AlertData,
+  AlertDestination,
+  AlertKind,
+  AlertRuleName,
+  AlertRules,
+} from "./alerts/types.js";
 
 export { defaultRetryPolicy, type RetryPolicy, retryDelay } from "./worker/backoff.js";
 export type { AttemptReport } from "./worker/attempt.js";

@@ -9,6 +9,7 @@ import { prepareLedger } from "./db/prepare.js";
 import { databaseAddress } from "./db/wait.js";
 import { createPool, type Pool } from "./db/pool.js";
 import { createReceiver } from "./edge/receiver.js";
+import { startAlerts } from "./alerts/schedule.js";
 import { startPruner } from "./prune/schedule.js";
 import { startReconciler } from "./replay/reconciler.js";
 import { createStatsObserver } from "./stats/observer.js";
@@ -256,7 +257,8 @@ async function seenCache(
 }
 
 // Background work runs in the processes that run the worker: prune takes an advisory lock so one instance prunes at
-// a time; concurrent reconcile passes only meet as duplicates in the claim.
+// a time; concurrent reconcile passes only meet as duplicates in the claim; every instance evaluates the alerts, and
+// the ledger's alert state lets one of them send each message.
 function startSchedules(
   config: ResolvedConfig,
   pool: Pool,
@@ -288,6 +290,19 @@ function startSchedules(
       log,
     });
     closers.push(() => reconciler.stop());
+  }
+  const alerts = config.alerts;
+  if (alerts && alerts.destinations.length > 0) {
+    const running = startAlerts({
+      pool,
+      ledger,
+      sources: config.sources.map((s) => s.name),
+      rules: alerts.rules,
+      destinations: alerts.destinations,
+      everyMs: alerts.everyMs,
+      log,
+    });
+    closers.push(() => running.stop());
   }
 }
 

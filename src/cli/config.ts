@@ -34,6 +34,8 @@ export interface LoadOptions {
    * stats, events, prune, replay, reconcile. @defaultValue true
    */
   readonly secrets?: boolean;
+  /** Check the alerts' URLs and secrets (`serve` and `worker` send alerts). @defaultValue the value of `secrets` */
+  readonly alerts?: boolean;
 }
 
 /**
@@ -50,7 +52,10 @@ export async function loadConfig(file: string | undefined, options: LoadOptions 
       2,
     );
   }
-  const resolveOptions = { secrets: options.secrets ?? true };
+  const resolveOptions = {
+    secrets: options.secrets ?? true,
+    ...(options.alerts !== undefined && { alerts: options.alerts }),
+  };
   try {
     if (!path) {
       const raw = demoConfig();

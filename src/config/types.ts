@@ -1,3 +1,4 @@
+import type { AlertsConfig } from "./alerts.js";
 import type { AwardeeOptions } from "../providers/awardee.js";
 import type { GenericOptions } from "../providers/generic-options.js";
 import type { RetryPolicy } from "../worker/backoff.js";
@@ -116,6 +117,13 @@ export interface HookledgerConfig {
   readonly replayToken?: Configurable<string>;
   /** Prune and reconcile on an interval. */
   readonly schedules?: SchedulesConfig;
+  /**
+   * Alerts sent by the processes that run the worker, to Slack and to URLs (docs/monitoring.md, "Alerts"). Their
+   * URLs and secrets are read only by `serve` and `worker`.
+   * @defaultValue no alerts
+   * @example alerts: { slack: env("SLACK_ALERT_WEBHOOK_URL"), rules: { backlogAge: { over: "10m" } } }
+   */
+  readonly alerts?: AlertsConfig;
   readonly handlers?: Handlers;
   readonly worker?: {
     /** Run the worker inside `serve`. @defaultValue true */

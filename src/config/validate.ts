@@ -3,6 +3,7 @@ import { createProvider } from "../providers/index.js";
 import { MAX_BATCH } from "../ledger/pick.js";
 import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";
 import { Handlers } from "../worker/handlers.js";
+import { type ResolvedAlerts, resolveAlerts } from "./alerts.js";
 import { type ResolvedDatabase, resolveDatabase, resolveListen } from "./database.js";
 import { type Configurable, readConfigurable } from "./env.js";
 import { type ResolvedSchedules, resolveSchedules } from "./schedules.js";
@@ -32,6 +33,8 @@ export interface ResolvedConfig {
   /** The dashboard's users (their tokens resolved); `enabled` false serves none. */
   readonly dashboard: ResolvedDashboard;
   readonly schedules: ResolvedSchedules;
+  /** `undefined` without `alerts` in the configuration. */
+  readonly alerts: ResolvedAlerts | undefined;
   /** Legal but risky choices, each naming the field; the service logs them at start. */
   readonly warnings: readonly string[];
   readonly handlers: Handlers;
@@ -70,12 +73,20 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 /** Options of {@link resolveConfig}. */
 export interface ResolveOptions {
   /**
-   * Check the signing secrets and the schedules' API keys. `false` is for commands that verify no delivery and
-   * run no schedule (migrate, stats, events, prune, replay, reconcile): they start without the secrets set.
+   * Check the signing secrets, the schedules' API keys and the alerts' URLs and secrets. `false` is for commands
+   * that verify no delivery, run no schedule and send no alert (migrate, stats, events, prune, replay, reconcile):
+   * they start without the secrets set.
    * @defaultValue true
    * @example resolveConfig(userConfig, process.env, { secrets: false })
    */
   readonly secrets?: boolean;
+  /**
+   * Check the alerts' URLs and secrets; `false` for a command that checks the signing secrets but sends no alert
+   * (`hookledger send`).
+   * @defaultValue the value of `secrets`
+   * @example resolveConfig(userConfig, process.env, { alerts: false })
+   */
+  readonly alerts?: boolean;
 }
 
 /**
@@ -179,6 +190,7 @@ export function resolveConfig(
     trustProxy: config.trustProxy ?? /^(1|true)$/i.test(environment.HOOKLEDGER_TRUST_PROXY ?? ""),
     dashboard: resolveDashboard(config.dashboard, environment, problems, checkSecrets),
     schedules: resolveSchedules(config.schedules, sources, environment, problems, checkSecrets),
+    alerts: resolveAlerts(config.alerts, environment, problems, options.alerts ?? checkSecrets),
     warnings,
     handlers,
     worker: {

@@ -55,7 +55,10 @@ before(async () => {
          decode('ff00fe' || lpad(to_hex(i), 8, '0') || repeat('7a', 300), 'hex') as b) x`,
   );
   wideRows = (await pool.query(`select ${ALL} from ${s}.events order by source, dedupe_key`)).rows;
-  assert.deepEqual(await migrate(pool, schema), ["010_event_bodies.sql", "011_body_compression.sql"]);
+  // 010 and 011 are the migrations under test; those after them (013_alerts.sql, …) apply on top.
+  const later = (await loadMigrations()).filter((m) => m.id >= 10).map((m) => m.name);
+  assert.deepEqual(later.slice(0, 2), ["010_event_bodies.sql", "011_body_compression.sql"]);
+  assert.deepEqual(await migrate(pool, schema), later);
 });
 
 test("migration 010 keeps every row of an existing ledger byte for byte, readable through event_records", async () => {

@@ -72,7 +72,8 @@ export const command: Command = {
         if (values[flag] !== undefined) throw new CliError(`--${flag} needs --file EVENT.json`, 2);
       }
     }
-    const loaded = await loadConfig(values.config);
+    // It signs with the sources' secrets, and sends no alert.
+    const loaded = await loadConfig(values.config, { alerts: false });
     const base = (values.url ?? `http://127.0.0.1:${loaded.config.port}`).replace(/\/$/, "");
     if (files.length === 0) {
       const databaseUrl = await commandDatabaseUrl(loaded.config).catch(() => undefined);

@@ -1,0 +1,205 @@
+import type { Pool } from "../db/pool.js";
+import type { LedgerContext } from "../ledger/context.js";
+import type { Logger } from "../log.js";
+import { type RetryPolicy, retryDelay } from "../worker/backoff.js";
+import { measureRules } from "./measure.js";
+import { type OutgoingAlert, recordAlertAttempt, takeDueAlerts } from "./outbox.js";
+import { sendAlert } from "./send.js";
+import { recordMeasurement } from "./state.js";
+import type { AlertDestination, AlertRules } from "./types.js";
+
+/**
+ * Options of {@link startAlerts}.
+ *
+ * @example
+ * const options: AlertsOptions = { pool, ledger, sources: ["stripe"], rules: { deadLetters: { atLeast: 1 } },
+ *   destinations: [{ kind: "slack", name: "slack", url: process.env.SLACK_ALERT_WEBHOOK_URL ?? "" }], everyMs: 30_000, log };
+ */
+export interface AlertsOptions {
+  /** An `admin` or `work` pool of the ledger's database. */
+  readonly pool: Pool;
+  readonly ledger: LedgerContext;
+  /** The sources the rules are measured for (the configured ones). */
+  readonly sources: readonly string[];
+  readonly rules: AlertRules;
+  readonly destinations: readonly AlertDestination[];
+  /** Time between the end of one evaluation and the start of the next; the first runs right away. */
+  readonly everyMs: number;
+  readonly log: Logger;
+  /** A send not answered by then failed. @defaultValue 10_000 */
+  readonly sendTimeoutMs?: number;
+  /**
+   * Retries of a failed send.
+   * @defaultValue `{ maxAttempts: 20, baseDelayMs: 2000, maxDelayMs: 600_000 }`: about 2 hours of tries
+   */
+  readonly retry?: Partial<RetryPolicy>;
+  /** How often queued messages are looked for besides right after a transition. @defaultValue 2000 */
+  readonly pollMs?: number;
+}
+
+/** Running alerts. */
+export interface Alerts {
+  /** Stops evaluating and sending (a send in flight is abandoned and retried later); resolves once nothing runs. */
+  stop(): Promise<void>;
+}
+
+const MAX_IN_FLIGHT = 20;
+
+/**
+ * Evaluates the alert rules on an interval and sends the messages their transitions queue (docs/monitoring.md,
+ * "Alerts"). Every instance of a service may run it: each transition is recorded once in the ledger, whichever
+ * instance sees it first, and each queued message is sent by one instance, again after a failure (with backoff)
+ * and after a restart. Sending never holds up the next evaluation.
+ *
+ * @example
+ * const alerts = startAlerts({ pool, ledger, sources: ["stripe"], rules: { backlogAge: { overMs: 600_000 } },
+ *   destinations: [{ kind: "slack", name: "slack", url: process.env.SLACK_ALERT_WEBHOOK_URL ?? "" }],
+ *   everyMs: 30_000, log });
+ * await alerts.stop();
+ */
+export function startAlerts(options: AlertsOptions): Alerts {
+  const stopping = new AbortController();
+  const names = options.destinations.map((d) => d.name);
+  const inFlight = new Set<Promise<void>>();
+  const sender = loop(options.pollMs ?? 2000, stopping.signal, () =>
+    sendDue(options, inFlight, stopping.signal),
+  );
+  const evaluator = loop(options.everyMs, stopping.signal, async () => {
+    if ((await evaluate(options, names)) > 0) sender.wake();
+    return false;
+  });
+  return {
+    async stop() {
+      stopping.abort();
+      await Promise.all([evaluator.stop(), sender.stop()]);
+      await Promise.all(inFlight);
+    },
+  };
+}
+
+// Runs `step` now, then `everyMs` after each run ends; at once again when it returns true (more work waits), or
+// when woken.
+function loop(everyMs: number, signal: AbortSignal, step: () => Promise<boolean>) {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  const run = () => {
+    clearTimeout(timer);
+    if (signal.aborted) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = step()
+      .then((more) => {
+        again ||= more;
+      })
+      .finally(() => {
+        running = undefined;
+        const now = again;
+        again = false;
+        if (!signal.aborted) timer = setTimeout(run, now ? 0 : everyMs);
+      });
+  };
+  run();
+  return {
+    wake: run,
+    async stop() {
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+async function evaluate(options: AlertsOptions, destinations: readonly string[]): Promise<number> {
+  const { pool, ledger, log } = options;
+  try {
+    // The database's clock orders evaluations of all instances (state.ts).
+    const { rows } = await pool.query<{ at: Date }>("select clock_timestamp() as at");
+    const evaluatedAt = rows[0]?.at ?? new Date();
+    const measurements = await measureRules(pool, ledger, options.rules, options.sources);
+    let queued = 0;
+    for (const m of measurements) {
+      const n = await recordMeasurement(pool, ledger, m, evaluatedAt, destinations);
+      if (n > 0) {
+        const fields = { rule: m.rule, source: m.source, value: m.value, threshold: m.threshold };
+        log.info(fields, m.firing ? "alert firing" : "alert resolved");
+      }
+      queued += n;
+    }
+    return queued;
+  } catch (error) {
+    log.error({ err: error }, "alerts: evaluation failed; trying again at the next interval");
+    return 0;
+  }
+}
+
+// Takes due messages and starts their sends without waiting for them, up to MAX_IN_FLIGHT at a time: a destination
+// that does not answer holds its own messages until the timeout, never the others'. True when more may be due.
+async function sendDue(
+  options: AlertsOptions,
+  inFlight: Set<Promise<void>>,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const { pool, ledger, log } = options;
+  const timeoutMs = options.sendTimeoutMs ?? 10_000;
+  const policy: RetryPolicy = { maxAttempts: 20, baseDelayMs: 2000, maxDelayMs: 600_000, ...options.retry };
+  const room = MAX_IN_FLIGHT - inFlight.size;
+  if (room <= 0) return false;
+  try {
+    const due = await takeDueAlerts(pool, ledger, {
+      destinations: options.destinations.map((d) => d.name),
+      sources: options.sources,
+      limit: room,
+      // Past the send's timeout, so no other instance takes a message this one is still sending.
+      leaseMs: timeoutMs + 30_000,
+    });
+    for (const m of due) {
+      const sending: Promise<void> = sendOne(options, m, timeoutMs, policy, signal)
+        .catch((error) =>
+          log.error({ err: error, rule: m.rule, source: m.source }, "alerts: recording a send failed"),
+        )
+        .finally(() => inFlight.delete(sending));
+      inFlight.add(sending);
+    }
+    return due.length === room;
+  } catch (error) {
+    log.error({ err: error }, "alerts: taking queued messages failed; trying again shortly");
+    return false;
+  }
+}
+
+async function sendOne(
+  options: AlertsOptions,
+  m: OutgoingAlert,
+  timeoutMs: number,
+  policy: RetryPolicy,
+  signal: AbortSignal,
+): Promise<void> {
+  const { pool, ledger, log } = options;
+  const destination = options.destinations.find((d) => d.name === m.destination);
+  if (!destination) return;
+  const result = await sendAlert(destination, m, { timeoutMs, signal });
+  // Logged by the destination's name and kind only: its URL may be its token (Slack).
+  const fields = {
+    destination: destination.name,
+    kind: m.kind,
+    rule: m.rule,
+    source: m.source,
+    attempt: m.attempts,
+  };
+  if (result.ok) {
+    await recordAlertAttempt(pool, ledger, m, { sent: true });
+    log.info(fields, "alert sent");
+    return;
+  }
+  const last = m.attempts >= policy.maxAttempts;
+  const retryInMs = last ? null : retryDelay(policy, m.attempts);
+  await recordAlertAttempt(pool, ledger, m, { sent: false, error: result.error, retryInMs });
+  if (last) log.error({ ...fields, error: result.error }, "alert not sent: out of attempts");
+  else
+    log.warn(
+      { ...fields, error: result.error, retryInMs: Math.round(retryInMs ?? 0) },
+      "alert not sent; retrying",
+    );
+}
