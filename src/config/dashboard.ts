@@ -11,7 +11,7 @@ export interface ResolvedDashboard {
   readonly users: readonly { readonly name: string; readonly token: string }[];
 }
 
-// Shorter tokens are guessable by a patient client: sign-ins are not rate limited (docs/dashboard.md, "Access").
+// Shorter tokens fall to guessing, ten a minute per address being a limit, not a wall (docs/dashboard.md, "Access").
 const MIN_TOKEN = 16;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._@-]{0,62}$/;
 

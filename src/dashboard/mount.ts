@@ -34,6 +34,7 @@ export function mountDashboard(options: {
     ledger,
     users,
     log,
+    trustProxy: config.trustProxy,
     ...(demo && { loginLinkUser: "demo" }),
   });
   let ready = false;

@@ -4,6 +4,8 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import type { Pool } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
+import { clientKey, failureLimiter } from "../edge/failure-limit.js";
+import { nodeHeaders } from "../adapters/node/io.js";
 import { type ApiAnswer, actionRoute, BadRequest, readRoute } from "./api.js";
 import { CSRF_HEADER, type DashboardUser, dashboardAuth, SIGNED_OUT, type Session } from "./auth.js";
 import { loginPage } from "./login-page.js";
@@ -25,6 +27,12 @@ export interface DashboardOptions {
   readonly users: readonly DashboardUser[];
   /** A user whose token also works as `GET /dashboard/login?key=…`: the demo's local login link. */
   readonly loginLinkUser?: string;
+  /**
+   * Count wrong sign-ins against the last `X-Forwarded-For` entry instead of the connection's address (only behind
+   * a proxy that appends it).
+   * @defaultValue false
+   */
+  readonly trustProxy?: boolean;
   readonly log?: Logger;
 }
 
@@ -75,12 +83,15 @@ const ASSETS: Record<string, string> = {
 export function createDashboard(options: DashboardOptions): Dashboard {
   const { log } = options;
   for (const user of options.users) {
-    // An empty or short token would let a guess sign in: sign-ins are not rate limited (docs/dashboard.md).
+    // An empty or short token falls to guessing: ten wrong sign-ins a minute per address slow it, no more.
     if (typeof user.token !== "string" || user.token.length < 16) {
       throw new TypeError(`createDashboard: the token of user '${user.name}' needs 16 characters or more`);
     }
   }
   const auth = dashboardAuth(options.users);
+  // Ten wrong tokens a minute from one address, then every sign-in from it waits out the minute, a right one too:
+  // a guesser learns nothing from the answers meanwhile.
+  const guesses = failureLimiter({ maxFailures: 10, windowMs: 60_000 });
   const linkUser = options.users.find((u) => u.name === options.loginLinkUser);
   const assets = new Map(
     Object.entries(ASSETS).map(([name, type]) => {
@@ -104,6 +115,14 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     send(res, 303, { location: to, ...(cookie && { "set-cookie": cookie }) });
   const page = (res: ServerResponse, status: number, html: string) =>
     send(res, status, { "content-type": "text/html; charset=utf-8" }, html);
+
+  const tooMany = (res: ServerResponse, seconds: number) =>
+    send(
+      res,
+      429,
+      { "content-type": "text/plain; charset=utf-8", "retry-after": String(seconds) },
+      `Too many sign-ins with a wrong token from this address; try again in ${seconds} s.\n`,
+    );
 
   const answerApi = (res: ServerResponse, answer: ApiAnswer) => {
     if ("bytes" in answer) {
@@ -130,9 +149,15 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     if (req.method !== "POST") return send(res, 405, { allow: "GET, POST" });
     if (!sameOrigin(req)) return page(res, 403, loginPage(options.users.length > 0, true));
     const form = new URLSearchParams((await readBody(req, MAX_JSON)).toString("utf8"));
+    const from =
+      clientKey(req.socket.remoteAddress, nodeHeaders(req), options.trustProxy ?? false) ?? "unknown";
+    const wait = guesses.blocked(from, Date.now());
+    if (wait !== undefined) return tooMany(res, wait);
     const user = auth.signIn(form.get("token") ?? "");
     if (!user) {
-      log?.warn({ from: req.socket.remoteAddress }, "dashboard: a sign-in with an unknown token");
+      log?.warn({ from }, "dashboard: a sign-in with an unknown token");
+      const over = guesses.fail(from, Date.now());
+      if (over !== undefined) return tooMany(res, over);
       return page(res, 401, loginPage(options.users.length > 0, true));
     }
     log?.info({ user }, "dashboard: signed in");

@@ -26,6 +26,8 @@ export interface FailureLimitOptions {
 export interface FailureLimiter {
   /** Records a failure; returns the seconds to put in `Retry-After` when the address is over its limit. */
   fail(address: string, now: number): number | undefined;
+  /** Without counting: the seconds to put in `Retry-After` while the address is over its limit, else `undefined`. */
+  blocked(address: string, now: number): number | undefined;
 }
 
 /**
@@ -53,10 +55,18 @@ export function failureLimiter(options: FailureLimitOptions = {}): FailureLimite
         const oldest = windows.keys().next();
         if (!oldest.done) windows.delete(oldest.value);
       }
-      if (entry.failures <= maxFailures) return undefined;
-      return Math.max(1, Math.ceil((entry.start + windowMs - now) / 1000));
+      return over(entry, now);
+    },
+    blocked(address, now) {
+      const entry = windows.get(address);
+      return entry && now - entry.start < windowMs ? over(entry, now) : undefined;
     },
   };
+
+  function over(entry: { start: number; failures: number }, now: number): number | undefined {
+    if (entry.failures <= maxFailures) return undefined;
+    return Math.max(1, Math.ceil((entry.start + windowMs - now) / 1000));
+  }
 }
 
 /**

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import {
   createDashboard,
@@ -341,4 +343,30 @@ test("createDashboard refuses a user whose token is shorter than 16 characters",
     () => createDashboard({ db: t.pool, ledger: t.ledger, users: [{ name: "eve", token: "" }] }),
     /the token of user 'eve' needs 16 characters or more/,
   );
+});
+
+test("POST /dashboard/login answers 429 with Retry-After after ten wrong tokens a minute, even to the right token", async () => {
+  const bed = createServer(
+    createDashboard({ db: t.pool, ledger: t.ledger, users: [{ name: "carol", token: TOKEN }] }).listener,
+  );
+  await new Promise<void>((resolve) => bed.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(bed.address() as AddressInfo).port}`;
+  const attempt = (token: string) =>
+    fetch(`${base}/dashboard/login`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
+      body: new URLSearchParams({ token }),
+      redirect: "manual",
+    });
+  try {
+    for (let i = 0; i < 10; i++) assert.equal((await attempt(`wrong-token-${i}-0123456789`)).status, 401);
+    const eleventh = await attempt("wrong-token-x-0123456789");
+    assert.equal(eleventh.status, 429);
+    assert.ok(Number(eleventh.headers.get("retry-after")) >= 1);
+    const right = await attempt(TOKEN);
+    assert.equal(right.status, 429);
+    assert.equal(right.headers.get("set-cookie"), null);
+  } finally {
+    bed.close();
+  }
 });
