@@ -120,3 +120,26 @@ export async function recordAlertAttempt(
       values: [...key, result.error, result.retryInMs === null ? null : Math.round(result.retryInMs)],
     });
 }
+
+// Sent messages, and those given up on, stay a month for whoever looks at the table, then go: alerts are rare, so
+// an hourly sweep of the small table is enough.
+const pruneSql = statement(
+  "alerts-prune",
+  (s) => `delete from ${s}.alert_messages
+where (sent_at is not null or next_attempt_at = 'infinity') and created_at < now() - $1::bigint * interval '1 millisecond'`,
+);
+
+/**
+ * Deletes messages sent (or given up on) more than `olderThanMs` ago; returns how many went.
+ *
+ * @example
+ * await pruneAlertMessages(pool, ledger, 30 * 86_400_000);
+ */
+export async function pruneAlertMessages(
+  db: Queryable,
+  ledger: LedgerContext,
+  olderThanMs: number,
+): Promise<number> {
+  const result = await db.query({ ...pruneSql(ledger), values: [Math.round(olderThanMs)] });
+  return result.rowCount ?? 0;
+}

@@ -3,10 +3,13 @@ import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 import { type RetryPolicy, retryDelay } from "../worker/backoff.js";
 import { measureRules } from "./measure.js";
-import { type OutgoingAlert, recordAlertAttempt, takeDueAlerts } from "./outbox.js";
+import { type OutgoingAlert, pruneAlertMessages, recordAlertAttempt, takeDueAlerts } from "./outbox.js";
 import { sendAlert } from "./send.js";
 import { recordMeasurement } from "./state.js";
 import type { AlertDestination, AlertRules } from "./types.js";
+
+// How long sent messages stay in alert_messages (docs/monitoring.md, "Alerts sent by hookledger").
+const KEEP_MESSAGES_MS = 30 * 86_400_000;
 
 /**
  * Options of {@link startAlerts}.
@@ -68,10 +71,19 @@ export function startAlerts(options: AlertsOptions): Alerts {
     if ((await evaluate(options, names)) > 0) sender.wake();
     return false;
   });
+  const sweeper = loop(3_600_000, stopping.signal, async () => {
+    await pruneAlertMessages(options.pool, options.ledger, KEEP_MESSAGES_MS).catch((error: Error) =>
+      options.log.warn(
+        { err: error.message },
+        "alerts: pruning old messages failed; trying again in an hour",
+      ),
+    );
+    return false;
+  });
   return {
     async stop() {
       stopping.abort();
-      await Promise.all([evaluator.stop(), sender.stop()]);
+      await Promise.all([evaluator.stop(), sender.stop(), sweeper.stop()]);
       await Promise.all(inFlight);
     },
   };

@@ -239,3 +239,35 @@ test("startService with alerts sends from the process that runs the worker, and 
     await service.stop();
   }
 });
+
+test("startAlerts deletes messages sent or given up on more than 30 days ago, and keeps the rest", async () => {
+  const hook = await receiver();
+  const row = (rule: string, createdDaysAgo: number, state: "sent" | "given_up" | "due") =>
+    t.pool.query(
+      `insert into ${t.ledger.s}.alert_messages (source, rule, episode, kind, destination, data, created_at,
+         sent_at, next_attempt_at)
+       values ('sweep', $1, 1, 'firing', 'elsewhere', '{}', now() - $2 * interval '1 day',
+         case when $3 = 'sent' then now() - $2 * interval '1 day' end,
+         case when $3 = 'given_up' then 'infinity'::timestamptz else now() + interval '1 day' end)`,
+      [rule, createdDaysAgo, state],
+    );
+  await row("old_sent", 31, "sent");
+  await row("old_given_up", 40, "given_up");
+  await row("old_due", 31, "due");
+  await row("new_sent", 2, "sent");
+  const alerts = startAlerts(
+    options("sweep", [{ kind: "webhook", name: "webhooks[0]", url: hook.url, secret: SECRET }]),
+  );
+  const left = async () =>
+    (
+      await t.pool.query<{ rule: string }>(
+        `select rule from ${t.ledger.s}.alert_messages where source = 'sweep' order by rule`,
+      )
+    ).rows.map((r) => r.rule);
+  try {
+    await waitFor("the sweep", async () => (await left()).length === 2);
+    assert.deepEqual(await left(), ["new_sent", "old_due"]);
+  } finally {
+    await alerts.stop();
+  }
+});
