@@ -26,8 +26,10 @@ export function mountDashboard(options: {
   const { config, connectionString, ledger, log } = options;
   const demo = config.database.kind !== "url" && config.dashboard.users.length === 0;
   const users = demo ? [{ name: "demo", token: demoToken() }] : config.dashboard.users;
-  // Up to 4 queries of one page load run at once; kept apart from the admin pool the metrics and stats share.
-  const db = createPool({ connectionString, role: "admin", max: 4 });
+  // Up to 4 queries of one page load run at once; kept apart from the admin pool the metrics and stats share. No
+  // view's statement should run for seconds (docs/benchmarks.md, "The dashboard on a million events"): one that
+  // does is cancelled and answered 503 rather than left holding a connection.
+  const db = createPool({ connectionString, role: "admin", max: 4, statementTimeoutMs: 10_000 });
   options.closers.push(() => db.end());
   const dashboard: Dashboard = createDashboard({
     db,

@@ -228,6 +228,14 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         if (error instanceof BadRequest)
           return json(res, 400, { error: "bad_request", message: error.message });
         if (error instanceof TooLarge) return json(res, 413, { error: "too_large", message: error.message });
+        // query_canceled: the pool's statement timeout (mount.ts).
+        if ((error as { code?: string }).code === "57014") {
+          log?.warn(
+            { path: (req.url ?? "").split("?")[0] },
+            "dashboard: a query ran past its statement timeout",
+          );
+          return json(res, 503, { error: "too_slow", message: "the query took too long; narrow the filter" });
+        }
         log?.error({ path: (req.url ?? "").split("?")[0], err: error.message }, "dashboard route failed");
         send(res, 500, {});
       });

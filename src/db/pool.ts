@@ -18,9 +18,10 @@ export interface CreatePoolOptions {
   /** Maximum connections. @defaultValue 10 for ingest, 5 otherwise */
   readonly max?: number;
   /**
-   * For the `ingest` role: the server cancels a claim running longer, so one given up by the edge's 1.8 s deadline
-   * (answered 503) does not commit afterwards and frees its connection.
-   * @defaultValue 1500
+   * The server cancels a statement running longer. For the `ingest` role, so that a claim given up by the edge's
+   * 1.8 s deadline (answered 503) does not commit afterwards and frees its connection; other roles only when given
+   * (the dashboard's pool sets 10 s).
+   * @defaultValue 1500 for ingest, none otherwise
    */
   readonly statementTimeoutMs?: number;
   /**
@@ -53,6 +54,9 @@ export function createPool(options: CreatePoolOptions): Pool {
     // to choose, Postgres planned the batched claim afresh at every execution (its arrays' sizes differ), which was a
     // third of its CPU: 75 against 49 µs per row, 64-row batches of 2 KB events (docs/architecture.md).
     settings.push("plan_cache_mode=force_generic_plan");
+  }
+  if (options.role !== "ingest" && options.statementTimeoutMs !== undefined) {
+    settings.push(`statement_timeout=${options.statementTimeoutMs}`);
   }
   if (options.role === "work") {
     // A dead worker host leaves an open TCP connection that Postgres notices through keepalives (10 s idle + 3

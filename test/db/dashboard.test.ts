@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import {
   createDashboard,
+  createPool,
   Handlers,
   resolveConfig,
   type Service,
@@ -368,5 +369,34 @@ test("POST /dashboard/login answers 429 with Retry-After after ten wrong tokens 
     assert.equal(right.headers.get("set-cookie"), null);
   } finally {
     bed.close();
+  }
+});
+
+test("a dashboard query past its pool's statement timeout answers 503 too_slow, not 500", async () => {
+  const db = createPool({ connectionString: t.url, role: "admin", max: 2, statementTimeoutMs: 200 });
+  const bed = createServer(
+    createDashboard({ db, ledger: t.ledger, users: [{ name: "dave", token: TOKEN }] }).listener,
+  );
+  await new Promise<void>((resolve) => bed.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(bed.address() as AddressInfo).port}`;
+  const locker = await t.pool.connect();
+  try {
+    const login = await fetch(`${base}/dashboard/login`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
+      body: new URLSearchParams({ token: TOKEN }),
+      redirect: "manual",
+    });
+    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    await locker.query("begin");
+    await locker.query(`lock table ${t.ledger.s}.events in access exclusive mode`);
+    const listed = await fetch(`${base}/dashboard/api/events`, { headers: { cookie } });
+    assert.equal(listed.status, 503);
+    assert.equal((await listed.json()).error, "too_slow");
+  } finally {
+    await locker.query("rollback");
+    locker.release();
+    bed.close();
+    await db.end();
   }
 });
