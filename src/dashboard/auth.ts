@@ -43,12 +43,13 @@ export function dashboardAuth(users: readonly DashboardUser[]) {
       for (const { name, digest } of digests) if (timingSafeEqual(given, digest)) found ??= name;
       return found;
     },
-    /** A `Set-Cookie` value that signs `user` in for 12 hours. */
-    cookieFor(user: string, now = Date.now()): string {
+    /** A `Set-Cookie` value that signs `user` in for 12 hours; `secure` when the browser came over HTTPS. */
+    cookieFor(user: string, secure = false, now = Date.now()): string {
       const key = keys.get(user);
       if (!key) throw new Error(`no dashboard user named ${user}`);
       const value = `${Buffer.from(user).toString("base64url")}.${now + SESSION_MS}`;
-      return `${SESSION_COOKIE}=${value}.${mac(key, value)}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MS / 1000}`;
+      const attributes = `Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MS / 1000}`;
+      return `${SESSION_COOKIE}=${value}.${mac(key, value)}; ${attributes}${secure ? "; Secure" : ""}`;
     },
     /** The session of a request's `Cookie` header, or `undefined` when it has none that checks out. */
     session(cookieHeader: string | undefined, now = Date.now()): Session | undefined {

@@ -116,6 +116,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const page = (res: ServerResponse, status: number, html: string) =>
     send(res, status, { "content-type": "text/html; charset=utf-8" }, html);
 
+  // The admin listener speaks plain HTTP; behind a TLS proxy (trustProxy) the cookie is marked Secure.
+  const https = (req: IncomingMessage) =>
+    options.trustProxy === true && header(req, "x-forwarded-proto")?.split(",")[0]?.trim() === "https";
   const tooMany = (res: ServerResponse, seconds: number) =>
     send(
       res,
@@ -142,7 +145,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     if (req.method === "GET") {
       const key = url.searchParams.get("key");
       if (key !== null && linkUser && auth.signIn(key) === linkUser.name) {
-        return redirect(res, `${BASE}/`, auth.cookieFor(linkUser.name));
+        return redirect(res, `${BASE}/`, auth.cookieFor(linkUser.name, https(req)));
       }
       return page(res, key === null ? 200 : 401, loginPage(options.users.length > 0, key !== null));
     }
@@ -161,7 +164,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       return page(res, 401, loginPage(options.users.length > 0, true));
     }
     log?.info({ user }, "dashboard: signed in");
-    return redirect(res, `${BASE}/`, auth.cookieFor(user));
+    return redirect(res, `${BASE}/`, auth.cookieFor(user, https(req)));
   };
 
   const api = async (req: IncomingMessage, res: ServerResponse, url: URL, session: Session) => {

@@ -400,3 +400,31 @@ test("a dashboard query past its pool's statement timeout answers 503 too_slow, 
     await db.end();
   }
 });
+
+test("POST /dashboard/login marks the cookie Secure behind a trusted TLS proxy, and only there", async () => {
+  const cookieOf = async (trustProxy: boolean) => {
+    const bed = createServer(
+      createDashboard({ db: t.pool, ledger: t.ledger, users: [{ name: "erin", token: TOKEN }], trustProxy })
+        .listener,
+    );
+    await new Promise<void>((resolve) => bed.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(bed.address() as AddressInfo).port}`;
+    try {
+      const response = await fetch(`${base}/dashboard/login`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          origin: base,
+          "x-forwarded-proto": "https",
+        },
+        body: new URLSearchParams({ token: TOKEN }),
+        redirect: "manual",
+      });
+      return response.headers.get("set-cookie") ?? "";
+    } finally {
+      bed.close();
+    }
+  };
+  assert.match(await cookieOf(true), /; Secure$/);
+  assert.doesNotMatch(await cookieOf(false), /Secure/);
+});
