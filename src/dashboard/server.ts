@@ -53,13 +53,15 @@ export interface Dashboard {
 
 const BASE = "/dashboard";
 const MAX_JSON = 64 * 1024;
-// No inline script or style anywhere: the page's own files only, no framing, no form posting elsewhere.
+// No inline script or style anywhere: the page's own files only, no framing, no form posting elsewhere. The
+// referrer stays on this origin (the demo's login link holds its key), but not "no-referrer": under it a browser
+// sends `Origin: null` with the sign-in form's POST, which sameOrigin() must refuse.
 const SECURITY = {
   "content-security-policy":
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  "referrer-policy": "same-origin",
   "cache-control": "no-store",
 };
 const ASSETS: Record<string, string> = {
