@@ -170,11 +170,11 @@ async function eventView(source, key) {
         "p",
         { className: "muted" },
         entity.applied
-          ? `Version ${entity.applied.version} applied, by ${entity.applied.dedupeKey}.`
+          ? `The version guard holds ${entity.applied.version}, as its handler passed it to ctx.advance(), from ${entity.applied.dedupeKey}.`
           : "No version applied yet.",
       ),
       table(
-        ["Received", "Event id", "Type", "Version", "Status", "Outcome"],
+        ["Received", "Event id", "Type", "Version in the event", "Status", "Outcome"],
         entity.events.map((e) => [
           when(e.receivedAt),
           eventLink(e.source, e.dedupeKey),

@@ -16,7 +16,7 @@ const svg = (tag, attrs = {}) => {
 export function lineChart(title, times, series, format = (v) => String(Math.round(v))) {
   const width = 560;
   const height = 200;
-  const pad = { left: 48, right: 10, top: 10, bottom: 24 };
+  const pad = { left: 64, right: 10, top: 12, bottom: 28 };
   const all = series.flatMap((s) => s.values).filter((v) => v !== null && Number.isFinite(v));
   const max = Math.max(1e-9, ...all) * 1.1;
   const x = (i) => pad.left + (i * (width - pad.left - pad.right)) / Math.max(1, times.length - 1);
@@ -34,7 +34,7 @@ export function lineChart(title, times, series, format = (v) => String(Math.roun
     chart.append(
       svg("line", { x1: pad.left, x2: width - pad.right, y1: y(value), y2: y(value), stroke: "#e2e2dd" }),
     );
-    const text = svg("text", { x: pad.left - 6, y: y(value) + 3, "text-anchor": "end" });
+    const text = svg("text", { x: pad.left - 6, y: y(value) + 5, "text-anchor": "end" });
     text.textContent = format(value);
     chart.append(text);
   }
