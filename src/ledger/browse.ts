@@ -1,7 +1,5 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
-import type { EventFilter, EventStatus, EventSummary } from "./inspect.js";
-import type { ArrivedVia } from "./claim.js";
-import type { Outcome } from "./settle.js";
+import { type EventFilter, type EventSummary, type SummaryRow, summary } from "./inspect.js";
 
 /**
  * Which events a page of the dashboard's list shows: an {@link EventFilter} plus the entity, the dead-and-failed
@@ -46,20 +44,9 @@ export interface BrowsePage {
   readonly next: BrowseCursor | undefined;
 }
 
-interface Row {
-  source: string;
-  dedupe_key: string;
+interface Row extends SummaryRow {
   seq: string;
-  event_type: string;
-  status: EventStatus;
-  outcome: Outcome | null;
-  attempts: number;
-  last_error: string | null;
-  received_at: Date;
   received_micros: string;
-  settled_at: Date | null;
-  next_attempt_at: Date;
-  arrived_via: ArrivedVia;
   entity_type: string | null;
   entity_id: string | null;
 }
@@ -120,16 +107,27 @@ limit ${limit + 1}`;
   };
 }
 
-// Every source in the ledger, read off the primary key's leading column one distinct value at a time (a loose index
-// scan: Postgres 15 has no skip scan), then each probed for the id: a handful of index lookups on any ledger size.
-const searchSql = statement(
-  "dashboard-search",
-  (s) => `with recursive sources as (
+/**
+ * A `with recursive sources` clause: every source in the ledger, read off the primary key's leading column one
+ * distinct value at a time (a loose index scan: Postgres 15 has no skip scan), a handful of index lookups on any
+ * ledger size. The last row is a null source.
+ *
+ * @example
+ * `${sourcesCte(ledger.s)} select … from sources join ${ledger.s}.events e on e.source = sources.source …`
+ */
+export function sourcesCte(s: string): string {
+  return `with recursive sources as (
   (select source from ${s}.events order by source limit 1)
   union all
   select (select e.source from ${s}.events e where e.source > sources.source order by e.source limit 1)
   from sources where sources.source is not null
-)
+)`;
+}
+
+// Each source probed for the id by primary key.
+const searchSql = statement(
+  "dashboard-search",
+  (s) => `${sourcesCte(s)}
 select ${COLUMNS}
 from sources join ${s}.events e on e.source = sources.source and e.dedupe_key = $1::text
 order by e.received_at desc`,
@@ -164,18 +162,8 @@ export function decodeCursor(text: string): BrowseCursor | undefined {
 
 function browseRow(r: Row): BrowseRow {
   return {
-    source: r.source,
-    dedupeKey: r.dedupe_key,
+    ...summary(r),
     seq: r.seq,
-    type: r.event_type,
-    status: r.status,
-    outcome: r.outcome,
-    attempts: r.attempts,
-    lastError: r.last_error,
-    receivedAt: r.received_at,
-    settledAt: r.settled_at,
-    nextAttemptAt: r.next_attempt_at,
-    arrivedVia: r.arrived_via,
     entity: r.entity_type !== null && r.entity_id !== null ? { type: r.entity_type, id: r.entity_id } : null,
   };
 }

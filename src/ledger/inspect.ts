@@ -129,7 +129,8 @@ left join ${s}.duplicates d on d.source = e.source and d.dedupe_key = e.dedupe_k
 where e.source = $1::text and e.dedupe_key = $2::text`,
 );
 
-interface SummaryRow {
+/** An events row as {@link FILTER_SQL}'s queries select it (snake_case, as Postgres returns it). */
+export interface SummaryRow {
   source: string;
   dedupe_key: string;
   event_type: string;
@@ -233,7 +234,13 @@ export async function getEventBody(
   return rows[0]?.body;
 }
 
-function summary(r: SummaryRow): EventSummary {
+/**
+ * An events row as the {@link EventSummary} the inspection commands and the dashboard show.
+ *
+ * @example
+ * const events = rows.map(summary);
+ */
+export function summary(r: SummaryRow): EventSummary {
   return {
     source: r.source,
     dedupeKey: r.dedupe_key,

@@ -1,3 +1,4 @@
+import { sourcesCte } from "../ledger/browse.js";
 import { type LedgerContext, type Queryable, statement } from "../ledger/context.js";
 
 /**
@@ -48,16 +49,10 @@ where $3::text is null or d.source = $3::text
 group by 1 order by 1`,
 );
 
-// Per source through events_settled (source, settled_at): the sources are read off the primary key as in
-// ledger/browse.ts, so each scan is a range of that index, newest first.
+// Per source through events_settled (source, settled_at), so each scan is a range of that index, newest first.
 const settleSql = statement(
   "health-settle",
-  (s) => `with recursive sources as (
-  (select source from ${s}.events order by source limit 1)
-  union all
-  select (select e.source from ${s}.events e where e.source > sources.source order by e.source limit 1)
-  from sources where sources.source is not null
-), recent as (
+  (s) => `${sourcesCte(s)}, recent as (
   select x.settled_at, x.seconds
   from sources
   cross join lateral (
