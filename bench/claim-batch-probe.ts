@@ -3,13 +3,16 @@
 // backends' of each pool (/proc/<pid>/stat, so the server must run on this machine).
 // `node --import tsx bench/claim-batch-probe.ts` — env DATABASE_URL, PROBE_OPS (8000), PROBE_CALLERS (64),
 // PROBE_MODES (single,batch1,batch2,batch4,batch8), PROBE_ROUNDS (3: modes interleaved, to spread the noise).
+// PROBE_VARIANTS compares ledgers with indexes dropped, each in its own schema, interleaved in every round:
+// `name:index+index,…`, e.g. `012:,none:events_received+events_troubled+events_entity+events_type` (an empty list
+// keeps every index). Unset: one ledger as migrated.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createPool, type Pool, quoteIdent } from "../src/db/pool.js";
 import { migrate } from "../src/db/migrate.js";
 import { claimEvent, type ClaimInput, type ClaimResult } from "../src/ledger/claim.js";
 import { claimBatcher } from "../src/ledger/claim-batch.js";
-import { ledgerContext } from "../src/ledger/context.js";
+import { type LedgerContext, ledgerContext } from "../src/ledger/context.js";
 import { notifyThrottle } from "../src/ledger/notify.js";
 import { silentLogger } from "../src/log.js";
 import { stripeProvider } from "../src/providers/stripe.js";
@@ -47,8 +50,14 @@ const ops = Number(process.env.PROBE_OPS ?? 8000);
 const callers = Number(process.env.PROBE_CALLERS ?? 64);
 const rounds = Number(process.env.PROBE_ROUNDS ?? 3);
 const modes = (process.env.PROBE_MODES ?? "single,batch1,batch2,batch4,batch8").split(",");
-const schema = `probe_${randomBytes(4).toString("hex")}`;
-const ledger = ledgerContext(schema);
+const variants = (process.env.PROBE_VARIANTS ?? "migrated:").split(",").map((v) => {
+  const [name = "", drops = ""] = v.split(":");
+  return {
+    name,
+    drops: drops.split("+").filter((d) => d !== ""),
+    schema: `probe_${randomBytes(4).toString("hex")}`,
+  };
+});
 const log = silentLogger();
 const admin = createPool({ connectionString: url, role: "admin", max: 2 });
 
@@ -83,7 +92,12 @@ interface Row {
   p99: number;
 }
 
-async function phase(mode: string, round: number, expect: "accepted" | "duplicate"): Promise<Row> {
+async function phase(
+  mode: string,
+  round: number,
+  expect: "accepted" | "duplicate",
+  ledger: LedgerContext,
+): Promise<Row> {
   const batch = mode.startsWith("batch") ? Number(mode.slice(5)) : 0;
   const max = batch > 0 ? Math.max(batch, 10) : callers;
   const pool = createPool({ connectionString: url, role: "ingest", max, statementTimeoutMs: 30_000 });
@@ -144,20 +158,29 @@ async function phase(mode: string, round: number, expect: "accepted" | "duplicat
 }
 
 try {
-  await migrate(admin, schema);
+  for (const v of variants) {
+    await migrate(admin, v.schema);
+    for (const index of v.drops) await admin.query(`drop index ${quoteIdent(v.schema)}.${quoteIdent(index)}`);
+  }
   console.log(`probe: ${ops} claims per phase, ${callers} callers, 2 KB Stripe events, ${rounds} rounds`);
-  console.log("mode            claims/s  node µs/claim  pg µs/claim  statements  p99 ms");
+  const named = variants.length > 1;
+  console.log(
+    `${named ? "ledger".padEnd(12) : ""}mode            claims/s  node µs/claim  pg µs/claim  statements  p99 ms`,
+  );
   for (let round = 0; round < rounds; round++) {
     for (const expect of ["accepted", "duplicate"] as const) {
       for (const mode of modes) {
-        const r = await phase(mode, round, expect);
-        console.log(
-          `${r.mode.padEnd(15)} ${String(r.perSec).padStart(8)}  ${String(r.nodeUs).padStart(13)}  ${String(r.pgUs).padStart(11)}  ${String(r.statements).padStart(10)}  ${String(r.p99).padStart(6)}`,
-        );
+        const shift = round % variants.length;
+        for (const v of [...variants.slice(shift), ...variants.slice(0, shift)]) {
+          const r = await phase(mode, round, expect, ledgerContext(v.schema));
+          console.log(
+            `${named ? v.name.padEnd(12) : ""}${r.mode.padEnd(15)} ${String(r.perSec).padStart(8)}  ${String(r.nodeUs).padStart(13)}  ${String(r.pgUs).padStart(11)}  ${String(r.statements).padStart(10)}  ${String(r.p99).padStart(6)}`,
+          );
+        }
       }
     }
   }
 } finally {
-  await admin.query(`drop schema if exists ${quoteIdent(schema)} cascade`);
+  for (const v of variants) await admin.query(`drop schema if exists ${quoteIdent(v.schema)} cascade`);
   await admin.end();
 }

@@ -63,6 +63,12 @@ export function createPool(options: CreatePoolOptions): Pool {
     // probes 5 s apart) or the idle-in-transaction timeout the worker sets per transaction, whichever fires first.
     settings.push("tcp_keepalives_idle=10", "tcp_keepalives_interval=5", "tcp_keepalives_count=3");
   }
+  if (options.role === "admin") {
+    // The admin role's reads (the dashboard, stats, the CLI) are short, but some are estimated large (a LIMIT per
+    // source of a recursive CTE): Postgres then JIT-compiled them, 0.5 s of compiling for a 0.1 s query on a
+    // million-event ledger (docs/benchmarks.md, "The dashboard on a million events").
+    settings.push("jit=off");
+  }
   const pool = new (pg().Pool)({
     connectionString: options.connectionString,
     max: options.max ?? (options.role === "ingest" ? 10 : 5),
