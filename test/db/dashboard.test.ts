@@ -13,6 +13,7 @@ import {
 } from "hookledger";
 import { signDelivery } from "hookledger/testing";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
+import { seedEvents } from "../helpers/ledger-rows.js";
 
 // The dashboard as `hookledger serve` mounts it: a real service on a fresh ledger, real signed deliveries, a real
 // worker whose handler fails for one type, and every request over HTTP as a browser would send it.
@@ -34,8 +35,8 @@ before(async () => {
         ctx.event.occurredAt ?? 0,
       );
     })
-    .on("stripe", "charge.failed", async () => {
-      throw new Error("the charge handler broke");
+    .on("stripe", "charge.failed", async (ctx) => {
+      throw new Error(`the charge handler broke on attempt ${ctx.event.attempt}`);
     });
   service = await startService(
     resolveConfig(
@@ -198,8 +199,9 @@ test("GET /dashboard/api/event shows the payload, the matched secret, every fail
     body.attempts.map((a: { attempt: number }) => a.attempt),
     [1, 2],
   );
+  // One record per attempt, with that attempt's own error: none when the pick counts the next attempt.
   for (const a of body.attempts) {
-    assert.match(a.error, /^the charge handler broke\n\s+at /);
+    assert.match(a.error, new RegExp(`^the charge handler broke on attempt ${a.attempt}\n\\s+at `));
   }
   const raw = await fetch(`${admin}/dashboard/api/body?source=stripe&key=${id}`, { headers: { cookie } });
   assert.equal(raw.headers.get("content-disposition"), `attachment; filename="stripe-${id}.body"`);
@@ -297,10 +299,16 @@ test("POST /dashboard/api/retry and requeue run dead events again and record who
   );
   assert.deepEqual(actions[1].events, [{ source: "stripe", dedupeKey: a }]);
   assert.deepEqual(actions[1].result, { retried: 1 });
+  // The retry gave it a third attempt; the requeue may give it a fourth, if that one failed first.
   await waitFor("the retried event's third attempt", async () => {
     const { body } = await api(`event?source=stripe&key=${a}`, cookie);
-    return body.attempts.length === 3;
+    return body.attempts.length >= 3;
   });
+  const { attempts } = (await api(`event?source=stripe&key=${a}`, cookie)).body;
+  assert.deepEqual(
+    attempts.slice(0, 3).map((x: { attempt: number }) => x.attempt),
+    [1, 2, 3],
+  );
 });
 
 test("the dashboard answers a bad query 400 naming the field, an unknown route 404, and never a stack", async () => {
@@ -427,4 +435,26 @@ test("POST /dashboard/login marks the cookie Secure behind a trusted TLS proxy, 
   };
   assert.match(await cookieOf(true), /; Secure$/);
   assert.doesNotMatch(await cookieOf(false), /Secure/);
+});
+
+test("GET /dashboard/api/event records an attempt that ended unrecorded (its worker died) under that attempt's number", async () => {
+  const { cookie } = await signIn();
+  await seedEvents(t.pool, t.ledger, [
+    { source: "stripe", id: "evt_dash_crashed", type: "customer.updated", attempts: 1, nextAttemptIn: 3600 },
+  ]);
+  // As a worker killed during attempt 1 leaves it: counted and stamped, never recorded; due again now.
+  await t.pool.query(
+    `update ${t.ledger.s}.events set attempt_started_at = now() - interval '1 minute', next_attempt_at = now()
+     where dedupe_key = 'evt_dash_crashed'`,
+  );
+  await waitFor("the event settled on its second attempt", async () => {
+    const { body } = await api("event?source=stripe&key=evt_dash_crashed", cookie);
+    return body.event?.status === "settled";
+  });
+  const { body } = await api("event?source=stripe&key=evt_dash_crashed", cookie);
+  assert.equal(body.event.attempts, 2);
+  assert.deepEqual(
+    body.attempts.map((a: { attempt: number; error: string }) => [a.attempt, a.error.slice(0, 40)]),
+    [[1, "attempt 1 ended without an outcome: the "]],
+  );
 });

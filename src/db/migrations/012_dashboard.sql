@@ -18,12 +18,17 @@ create index events_type on events (event_type, received_at, seq);
 create index events_entity on events (entity_type, entity_id, received_at) where entity_id is not null;
 
 -- Every failed attempt's error, kept as history (events.last_error holds only the latest). Written by a trigger, so
--- every path that records a failure (the worker's fail, the pick's note of an attempt that ended unrecorded, the
--- inline guard's failure, a batch's end) is covered by one rule; an update that leaves last_error as it was, or
--- clears it, costs only the trigger's WHEN test. The worker's arm (ledger/arm.ts) writes its BATCH_ENDED text into
--- every event it runs, inside the event's savepoint, and the settle replaces it: that mark is not a failure, and the
--- WHEN test leaves it out by its first words (a test of the dashboard checks that a settled event has no failed
--- attempt). Pruned with the event's row.
+-- every path that records a failure is covered by one rule, and an update that records none costs only the WHEN
+-- test. A failure is recorded when an update of last_error (not null) is one of:
+-- - the end of a worker's attempt: its stamp (attempt_started_at, set by the pick) cleared without a settle (the
+--   worker's fail; the pick's "exhausted" mark of a last attempt that ended unrecorded), or the record that replaces
+--   a committed arm (a handler ended the batch's transaction, ledger/arm.ts);
+-- - the pick's note that the previous attempt ended unrecorded (a stamp found and replaced): that attempt's number;
+-- - the inline guard's failure (attempts counted as the app's route fails).
+-- Not recorded: the pick's count (attempts up, last_error carried over), a settle, and the arm's own mark, which
+-- the worker writes into every event it runs and the settle replaces (told by its first words: keep them in
+-- ledger/arm.ts). test/db/dashboard.test.ts checks a settled event has none and a retried one one per attempt.
+-- Pruned with the event's row.
 create table attempt_errors (
   source     text        not null,
   dedupe_key text        not null,
@@ -40,7 +45,10 @@ set search_path from current
 as $$
 begin
   insert into attempt_errors (source, dedupe_key, attempt, error)
-  values (new.source, new.dedupe_key, new.attempts, new.last_error)
+  values (new.source, new.dedupe_key,
+    case when old.attempt_started_at is not null and new.attempt_started_at is not null then old.attempts
+      else new.attempts end,
+    new.last_error)
   on conflict do nothing;
   return null;
 end $$;
@@ -48,8 +56,14 @@ end $$;
 create trigger events_attempt_error
 after update of last_error on events
 for each row
-when (new.last_error is not null and (new.last_error, new.attempts) is distinct from (old.last_error, old.attempts)
-  and new.last_error not like 'a handler of its batch ended the transaction itself%')
+when (new.last_error is not null
+  and new.last_error not like 'a handler of its batch ended the transaction itself%'
+  and ((new.attempt_started_at is null and new.status <> 'settled'
+        and (old.attempt_started_at is not null
+          or old.last_error like 'a handler of its batch ended the transaction itself%'))
+    or (old.attempt_started_at is not null and new.attempt_started_at is not null
+        and new.last_error is distinct from old.last_error)
+    or (new.status = 'inline' and new.attempts > old.attempts)))
 execute function record_attempt_error();
 
 -- The health charts read the last hour or day of the per-minute counts of every source; the primary key leads with
