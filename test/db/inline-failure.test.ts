@@ -38,6 +38,12 @@ test("a handler that throws → 500 with an empty body, the row stays inline wit
     attempts: 2,
     last_error: null,
   });
+  // The failed run stays in the event's attempt history (the dashboard's), under its number.
+  const { ledger, pool } = bed.t;
+  const { rows } = await pool.query(
+    `select attempt, error from ${ledger.s}.attempt_errors where dedupe_key = 'evt_throws'`,
+  );
+  assert.deepEqual(rows, [{ attempt: 1, error: "downstream timed out" }]);
   assert.deepEqual(await ledgerCounts(bed.t.pool, bed.t.ledger, "evt_throws", "stripe"), {
     events: 1,
     duplicates: 0,
