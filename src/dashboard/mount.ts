@@ -3,7 +3,7 @@ import type { ResolvedConfig } from "../config/validate.js";
 import { createPool } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
-import { demoToken } from "./auth.js";
+import { type DashboardUser, demoToken } from "./auth.js";
 import { createDashboard, type Dashboard } from "./server.js";
 
 /**
@@ -24,8 +24,7 @@ export function mountDashboard(options: {
   closers: (() => Promise<void>)[];
 }): { listener: RequestListener; open(): void; readonly path: string } {
   const { config, connectionString, ledger, log } = options;
-  const demo = config.database.kind !== "url" && config.dashboard.users.length === 0;
-  const users = demo ? [{ name: "demo", token: demoToken() }] : config.dashboard.users;
+  const { users, loginLinkUser } = dashboardUsers(config);
   // Up to 4 queries of one page load run at once; kept apart from the admin pool the metrics and stats share. No
   // view's statement should run for seconds (docs/benchmarks.md, "The dashboard on a million events"): one that
   // does is cancelled and answered 503 rather than left holding a connection.
@@ -37,7 +36,7 @@ export function mountDashboard(options: {
     users,
     log,
     trustProxy: config.trustProxy,
-    ...(demo && { loginLinkUser: "demo" }),
+    ...(loginLinkUser && { loginLinkUser }),
   });
   let ready = false;
   return {
@@ -55,4 +54,20 @@ export function mountDashboard(options: {
       dashboard.listener(req, res);
     },
   };
+}
+
+/**
+ * Who may sign in: the configured users, or on the demo (the embedded Postgres and no user configured) a `demo` user
+ * with a fresh random token, whose login link the start prints.
+ *
+ * @example
+ * const { users, loginLinkUser } = dashboardUsers(config); // loginLinkUser: "demo" on the demo
+ */
+export function dashboardUsers(config: Pick<ResolvedConfig, "database" | "dashboard">): {
+  users: readonly DashboardUser[];
+  loginLinkUser?: string;
+} {
+  if (config.database.kind === "url" || config.dashboard.users.length > 0)
+    return { users: config.dashboard.users };
+  return { users: [{ name: "demo", token: demoToken() }], loginLinkUser: "demo" };
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type AlertsConfig, ConfigError, env, type HookledgerConfig, resolveConfig } from "hookledger";
+import { type AlertsConfig, env, type HookledgerConfig, resolveConfig } from "hookledger";
+import { problemsOf } from "../helpers/config.js";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const SLACK_URL = "https://hooks.slack.com/services/T000/B000/XXXXsecrettoken";
@@ -8,16 +9,6 @@ const withAlerts = (alerts: AlertsConfig): HookledgerConfig => ({
   sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_x"] }],
   alerts,
 });
-
-function problemsOf(config: HookledgerConfig, environment: NodeJS.ProcessEnv = {}): readonly string[] {
-  try {
-    resolveConfig(config, environment);
-  } catch (error) {
-    assert.ok(error instanceof ConfigError);
-    return error.problems;
-  }
-  assert.fail("expected a ConfigError");
-}
 
 test("resolveConfig(alerts with one destination) turns every rule on with its documented defaults", () => {
   const { alerts } = resolveConfig(withAlerts({ slack: env("SLACK_ALERT_WEBHOOK_URL") }), {

@@ -2,19 +2,9 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { test } from "node:test";
 import { env } from "hookledger";
-import type { HookledgerConfig } from "hookledger";
-import { ConfigError, resolveConfig } from "hookledger";
+import { resolveConfig } from "hookledger";
 import type { GenericOptions } from "hookledger";
-
-function problemsOf(config: HookledgerConfig, environment: NodeJS.ProcessEnv = {}): readonly string[] {
-  try {
-    resolveConfig(config, environment);
-  } catch (error) {
-    assert.ok(error instanceof ConfigError);
-    return error.problems;
-  }
-  assert.fail("expected a ConfigError");
-}
+import { problemsOf } from "../helpers/config.js";
 
 test("resolveConfig refuses a source whose secret variable is unset, naming the field and the variable", () => {
   const problems = problemsOf({

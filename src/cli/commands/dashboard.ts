@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import { migrationsCurrent } from "../../db/migrate.js";
-import { demoToken } from "../../dashboard/auth.js";
+import { dashboardUsers } from "../../dashboard/mount.js";
 import { createDashboard } from "../../dashboard/server.js";
 import { createLogger } from "../../log.js";
 import { openLedger } from "../database.js";
@@ -63,20 +63,19 @@ export const command: Command = {
           `schema '${ledger.schema}' has no current ledger; run \`hookledger migrate\` (or start \`hookledger serve\`) first, or set HOOKLEDGER_SCHEMA to the ledger's schema`,
         );
       }
-      const demo = config.database.kind !== "url" && config.dashboard.users.length === 0;
-      if (!demo && config.dashboard.users.length === 0) {
+      const { users, loginLinkUser } = dashboardUsers(config);
+      if (users.length === 0) {
         throw new CliError(
           "no dashboard user: set HOOKLEDGER_DASHBOARD_TOKEN (16 characters or more, e.g. `openssl rand -hex 24`) or the config's dashboard.users",
           2,
         );
       }
-      const users = demo ? [{ name: "demo", token: demoToken() }] : config.dashboard.users;
       const dashboard = createDashboard({
         db: pool,
         ledger,
         users,
         log,
-        ...(demo && { loginLinkUser: "demo" }),
+        ...(loginLinkUser && { loginLinkUser }),
       });
       const server = createServer((req, res) => {
         if (dashboard.handles(req.url ?? "/")) dashboard.listener(req, res);
