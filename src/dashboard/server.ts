@@ -187,9 +187,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     if (!/^application\/json\b/i.test(header(req, "content-type") ?? "")) {
       return json(res, 415, { error: "unsupported_media_type", message: "send JSON" });
     }
+    // Read first: a body over the cap is a 413, not a JSON error.
+    const text = (await readBody(req, MAX_JSON)).toString("utf8");
     let body: unknown;
     try {
-      body = JSON.parse((await readBody(req, MAX_JSON)).toString("utf8"));
+      body = JSON.parse(text);
     } catch {
       throw new BadRequest("the body is not JSON");
     }

@@ -311,8 +311,8 @@ test("POST /dashboard/api/retry and requeue run dead events again and record who
   );
 });
 
-test("the dashboard answers a bad query 400 naming the field, an unknown route 404, and never a stack", async () => {
-  const { cookie } = await signIn();
+test("the dashboard answers a bad query 400 naming the field, an unknown route 404, a body over 64 KB 413, and never a stack", async () => {
+  const { cookie, csrf } = await signIn();
   for (const [path, field] of [
     ["events?cursor=nonsense", "cursor"],
     ["events?status=bogus", "status"],
@@ -327,6 +327,14 @@ test("the dashboard answers a bad query 400 naming the field, an unknown route 4
     assert.ok(body.message.startsWith(field), `${path}: ${body.message}`);
   }
   assert.equal((await api("nowhere", cookie)).status, 404);
+  const action = (body: string) =>
+    fetch(`${admin}/dashboard/api/retry`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json", "x-hookledger-csrf": csrf, origin: admin },
+      body,
+    });
+  assert.equal((await action("{not json")).status, 400);
+  assert.equal((await action(`{"events": "${"x".repeat(70_000)}"}`)).status, 413);
   assert.equal((await api("event?source=stripe&key=evt_missing", cookie)).status, 404);
 });
 
