@@ -96,7 +96,12 @@ test("enforce: 20 clients deliver one new event at once → the handler runs onc
   );
   assert.deepEqual(rows, [{ status: "inline", leased: true }]);
   const policy = { maxAttempts: 10, baseDelayMs: 1000, maxDelayMs: 1000 };
-  assert.deepEqual(await countAttempts(bed.t.pool, bed.t.ledger, policy, 50), []);
+  const counter = await bed.t.pool.connect();
+  try {
+    assert.deepEqual(await countAttempts(counter, bed.t.ledger, policy, 50), []);
+  } finally {
+    counter.release();
+  }
   release();
   const all = await Promise.all(replies);
   assert.equal(all.filter((r) => r.text === "ok").length, 1);

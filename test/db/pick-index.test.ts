@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import type { PoolClient } from "../../src/db/pool.js";
 import { countAttempts } from "../../src/ledger/pick.js";
 import { lockAttempts } from "../../src/ledger/pick-lock.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
@@ -57,7 +58,7 @@ test("countAttempts on a ledger of one million rows, mostly settled, walks event
       assert.doesNotMatch(text, /Seq Scan on events/, `${mode}:\n${text}`);
     }
     // And it counts them: a batch of 50, oldest due first.
-    const counted = await countAttempts(big.pool, big.ledger, policy, 50);
+    const counted = await onClient(big, (c) => countAttempts(c, big.ledger, policy, 50));
     assert.equal(counted.length, 50);
     assert.deepEqual(
       counted.map((k) => Number(k.dedupe_key.slice(4))).sort((a, b) => a - b),
@@ -65,6 +66,54 @@ test("countAttempts on a ledger of one million rows, mostly settled, walks event
     );
   } finally {
     await big.drop();
+  }
+});
+
+test("countAttempts walks events_due in order when the statistics predate the backlog (a burst before ANALYZE)", async () => {
+  const burst = await freshLedger();
+  const client = await burst.pool.connect();
+  try {
+    // Analyzed while the ledger held 20,000 settled events and 40 due ones (autovacuum's ANALYZE in the middle of a
+    // backlog's run); autovacuum then kept from analyzing the burst of 20,000 that follows. Due times in no order
+    // of the table's, as after a worker's churn.
+    await burst.pool.query(`alter table ${burst.ledger.s}.events set (autovacuum_enabled = false)`);
+    const insert = (prefix: string, n: number, settled: boolean) =>
+      burst.pool.query(
+        `insert into ${burst.ledger.s}.events (source, dedupe_key, event_type, body_sha256, entity_type, entity_id,
+           entity_version, next_attempt_at, status, outcome, settled_at)
+         select 'burst', $1::text || i, 't', '\\x00', 'sub', 'sub_' || (i % 2000), i,
+           now() - interval '1 hour' + random() * interval '1 hour',
+           case when $3 then 'settled' else 'pending' end, case when $3 then 'applied' end,
+           case when $3 then now() end
+         from generate_series(1, $2::int) i`,
+        [prefix, n, settled],
+      );
+    await insert("old_", 20_000, true);
+    await insert("first_", 40, false);
+    await burst.pool.query(`analyze ${burst.ledger.s}.events`);
+    await insert("evt_", 20_000, false);
+    // auto_explain hands the plan of every statement this session runs to the client as a notice.
+    const plans: string[] = [];
+    client.on("notice", (notice) => plans.push(notice.message ?? ""));
+    await client.query("load 'auto_explain'");
+    await client.query("set auto_explain.log_min_duration = 0");
+    await client.query("set auto_explain.log_level = notice");
+    const oldest = await burst.pool.query<{ dedupe_key: string }>(
+      `select dedupe_key from ${burst.ledger.s}.events where status = 'pending' order by next_attempt_at limit 50`,
+    );
+    const counted = await countAttempts(client, burst.ledger, policy, 50);
+    assert.deepEqual(
+      counted.map((k) => k.dedupe_key),
+      oldest.rows.map((r) => r.dedupe_key),
+    );
+    const count = plans.find((p) => p.includes("with due as"));
+    assert.ok(count, `no plan of the count among ${plans.length} notices`);
+    // A bitmap scan reads all 20,000 due rows, sorts them and tries each one's entity lock; the index walk stops at 50.
+    assert.match(count, /Index Scan using events_due/);
+    assert.doesNotMatch(count, /Bitmap Heap Scan on events|Seq Scan on events/);
+  } finally {
+    client.release();
+    await burst.drop();
   }
 });
 
@@ -94,19 +143,26 @@ test("the pick skips events whose batch another transaction runs and counts the 
   }
 });
 
+/** Runs `fn` on a client of the ledger's pool (countAttempts runs its own transaction on one connection). */
+async function onClient<T>(ledger: TestLedger, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await ledger.pool.connect();
+  try {
+    return await fn(client);
+  } finally {
+    client.release();
+  }
+}
+
 /** The SQL text the pick sends, captured without running it. */
 async function pickSqlText(ledger: TestLedger): Promise<string> {
   let text = "";
-  await countAttempts(
-    {
-      query: async (q: unknown) => {
-        text = (q as { text: string }).text;
-        return { rows: [], rowCount: 0 };
-      },
+  // Only what countAttempts calls: query. Its begin, commit and the count itself; the count is the one with a name.
+  const recorder = {
+    query: async (q: unknown) => {
+      if (typeof q === "object" && q !== null && "text" in q) text = (q as { text: string }).text;
+      return { rows: [], rowCount: 0 };
     },
-    ledger.ledger,
-    policy,
-    50,
-  );
+  } as unknown as PoolClient;
+  await countAttempts(recorder, ledger.ledger, policy, 50);
   return text;
 }
