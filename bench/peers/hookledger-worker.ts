@@ -1,9 +1,9 @@
 // hookledger's worker, driven through the public API (createHookledger … startWorker) in a process of its own.
-// Setup (not timed): migrate, create the app table, claim BENCH_EVENTS events with claimEvent, no worker running. On "go" it starts the worker; the bench polls the ledger until
+// Setup (not timed): migrate, create the app table, claim BENCH_EVENTS events (lib/worker-ledger.ts), no worker running. On "go" it starts the worker; the bench polls the ledger until
 // the backlog is settled, then sends "stop".
-import { claimEvent, createHookledger, createPool, ledgerContext, stripeEventFromJson } from "hookledger";
+import { createHookledger } from "hookledger";
 import pg from "pg";
-import { CREATED_BASE, stripeBody, workerEvent } from "../lib/stripe.js";
+import { claimBacklog } from "../lib/worker-ledger.js";
 import { appTableDdl, guardedUpsert } from "./app-table.js";
 import { required } from "./http-peer.js";
 
@@ -30,55 +30,6 @@ const hl = createHookledger({
   await ctx.tx.query(upsert, [event.data.object.id, event.created, event.data.object.status]);
 });
 
-// claimEvent (public; docs/library-mode.md) on a client inside the caller's transaction: 500 claims per commit on
-// 4 connections, so that the untimed setup does not dominate the bench's runtime. Rows are what the edge writes.
-async function claimAll(): Promise<void> {
-  // Untimed setup: the ingest role's 1.5 s statement timeout (meant for a webhook's answer) once cancelled a claim
-  // here on a loaded machine and voided the round.
-  const pool = createPool({
-    connectionString: required("DATABASE_URL"),
-    role: "ingest",
-    max: 4,
-    statementTimeoutMs: 60_000,
-  });
-  const ledger = ledgerContext(schema);
-  let next = 0;
-  const lane = async () => {
-    const client = await pool.connect();
-    try {
-      for (;;) {
-        const from = next;
-        next += 500;
-        if (from >= events) break;
-        await client.query("begin");
-        for (let i = from; i < Math.min(from + 500, events); i++) {
-          const body = Buffer.from(stripeBody(workerEvent(i, entities, CREATED_BASE), bodyBytes));
-          const parsed = stripeEventFromJson(JSON.parse(body.toString("utf8")) as Record<string, unknown>);
-          if (!parsed.ok) throw new Error(`event ${i} does not parse: ${parsed.reason}`);
-          const claimed = await claimEvent(client, ledger, {
-            source: "stripe",
-            event: parsed.event,
-            body,
-            headers: { "content-type": "application/json" },
-            secretIndex: 0,
-            arrivedVia: "delivery",
-            notify: false,
-          });
-          if (claimed.status !== "accepted") throw new Error(`event ${i} was a ${claimed.status}`);
-        }
-        await client.query("commit");
-      }
-    } finally {
-      client.release();
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: 4 }, lane));
-  } finally {
-    await pool.end();
-  }
-}
-
 async function main(): Promise<void> {
   await hl.migrate();
   const setup = new pg.Client({ connectionString: required("DATABASE_URL") });
@@ -88,7 +39,7 @@ async function main(): Promise<void> {
   } finally {
     await setup.end();
   }
-  await claimAll();
+  await claimBacklog({ connectionString: required("DATABASE_URL"), schema, events, entities, bodyBytes });
   process.send?.({ phase: "ready" });
   await new Promise<void>((resolve) => process.once("message", () => resolve()));
   hl.startWorker();

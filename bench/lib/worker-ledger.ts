@@ -1,0 +1,68 @@
+// The worker benches' backlog: events claimed with claimEvent (public; docs/library-mode.md) exactly as the edge
+// writes them, untimed. Used by bench/peers/hookledger-worker.ts and bench/worker-probe.ts.
+import { claimEvent, createPool, ledgerContext, stripeEventFromJson } from "hookledger";
+import { CREATED_BASE, stripeBody, workerEvent } from "./stripe.js";
+
+/** What {@link claimBacklog} fills. */
+export interface BacklogOptions {
+  readonly connectionString: string;
+  readonly schema: string;
+  readonly events: number;
+  readonly entities: number;
+  readonly bodyBytes: number;
+}
+
+/**
+ * Claims `events` Stripe `customer.subscription.updated` events over `entities` subscriptions into a migrated
+ * ledger: 500 claims per commit on 4 connections, so that the untimed setup does not dominate a bench's runtime.
+ *
+ * @example
+ * await claimBacklog({ connectionString, schema, events: 20_000, entities: 2_000, bodyBytes: 2048 });
+ */
+export async function claimBacklog(options: BacklogOptions): Promise<void> {
+  // Untimed setup: the ingest role's 1.5 s statement timeout (meant for a webhook's answer) once cancelled a claim
+  // here on a loaded machine and voided the round.
+  const pool = createPool({
+    connectionString: options.connectionString,
+    role: "ingest",
+    max: 4,
+    statementTimeoutMs: 60_000,
+  });
+  const ledger = ledgerContext(options.schema);
+  let next = 0;
+  const lane = async () => {
+    const client = await pool.connect();
+    try {
+      for (;;) {
+        const from = next;
+        next += 500;
+        if (from >= options.events) break;
+        await client.query("begin");
+        for (let i = from; i < Math.min(from + 500, options.events); i++) {
+          const fields = workerEvent(i, options.entities, CREATED_BASE);
+          const body = Buffer.from(stripeBody(fields, options.bodyBytes));
+          const parsed = stripeEventFromJson(JSON.parse(body.toString("utf8")) as Record<string, unknown>);
+          if (!parsed.ok) throw new Error(`event ${i} does not parse: ${parsed.reason}`);
+          const claimed = await claimEvent(client, ledger, {
+            source: "stripe",
+            event: parsed.event,
+            body,
+            headers: { "content-type": "application/json" },
+            secretIndex: 0,
+            arrivedVia: "delivery",
+            notify: false,
+          });
+          if (claimed.status !== "accepted") throw new Error(`event ${i} was a ${claimed.status}`);
+        }
+        await client.query("commit");
+      }
+    } finally {
+      client.release();
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: 4 }, lane));
+  } finally {
+    await pool.end();
+  }
+}
