@@ -1,12 +1,12 @@
 // A probe, not the benchmark (issue 9): where the worker's database time goes. The worker of `npm run bench`
 // (concurrency 10, batches of 50, the version-guarded upsert of bench/peers/app-table.ts) runs in this process over
 // a backlog claimed beforehand (lib/worker-ledger.ts), once per variant of the ledger and round, variants rotated:
-// `shipped` is what migrate() makes; `no-trigger` drops migration 012's attempt-history trigger;
-// `no-list-indexes` drops 012's indexes for the dashboard's lists (events_received, events_type, events_entity,
-// events_troubled); `neither` drops both. Each run reports events/s, the CPU of the Postgres backends serving this
-// process and of this process per event, and the events table's updates (and how many were HOT).
+// `shipped` is what migrate() makes; `no-list-indexes` drops migration 012's indexes for the dashboard's lists
+// (events_received, events_type, events_entity, events_troubled). Each run reports events/s, the CPU of the Postgres
+// backends serving this process and of this process per event, and the events table's updates (and how many were
+// HOT). (Before migration 014 it also measured 012's attempt-history trigger, which 014 dropped.)
 // `node --import tsx bench/worker-probe.ts` — env DATABASE_URL (the cluster must run on this machine: its backends'
-// CPU is read from /proc), PROBE_ROUNDS (3), PROBE_EVENTS (20000), PROBE_VARIANTS (all four, comma separated).
+// CPU is read from /proc), PROBE_ROUNDS (3), PROBE_EVENTS (20000), PROBE_VARIANTS (both, comma separated).
 import { randomBytes } from "node:crypto";
 import { createHookledger } from "hookledger";
 import pg from "pg";
@@ -20,12 +20,7 @@ const rounds = Number(process.env.PROBE_ROUNDS ?? 3);
 const events = Number(process.env.PROBE_EVENTS ?? 20_000);
 const VARIANTS = {
   shipped: [],
-  "no-trigger": ["drop trigger events_attempt_error on events"],
   "no-list-indexes": ["drop index events_received, events_type, events_entity, events_troubled"],
-  neither: [
-    "drop trigger events_attempt_error on events",
-    "drop index events_received, events_type, events_entity, events_troubled",
-  ],
 } as const satisfies Record<string, readonly string[]>;
 type Variant = keyof typeof VARIANTS;
 const variants = (process.env.PROBE_VARIANTS?.split(",") ?? Object.keys(VARIANTS)) as Variant[];

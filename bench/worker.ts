@@ -52,13 +52,11 @@ async function run(index: number): Promise<void> {
   const admin = createPool({ connectionString: args.url, role: "admin", max: 2 });
   await admin.query(`drop schema if exists ${schema} cascade`);
   await migrate(admin, schema);
-  // BENCH_WORKER_DROP=events_type,events_entity,…: indexes (or the trigger events_attempt_error) to drop after the
-  // migrations, to measure what each costs the worker (docs/benchmarks.md, "What the indexes cost the worker").
+  // BENCH_WORKER_DROP=events_type,events_entity,…: indexes to drop after the migrations, to measure what each
+  // costs the worker (docs/benchmarks.md, "What the indexes cost the worker").
   for (const name of (process.env.BENCH_WORKER_DROP ?? "").split(",").filter(Boolean)) {
-    if (!/^[a-z_]+$/.test(name))
-      throw new Error(`BENCH_WORKER_DROP: ${name} is not an index or trigger name`);
-    if (name === "events_attempt_error") await admin.query(`drop trigger ${name} on ${schema}.events`);
-    else await admin.query(`drop index ${schema}.${name}`);
+    if (!/^[a-z_]+$/.test(name)) throw new Error(`BENCH_WORKER_DROP: ${name} is not an index name`);
+    await admin.query(`drop index ${schema}.${name}`);
   }
   const ledger = ledgerContext(schema);
   await admin.query(

@@ -5,7 +5,6 @@ import type { PickedEvent } from "./pick.js";
 /** The savepoint each event of a batch runs in; a handler's failure rolls back to it and no further. */
 export const EVENT_SAVEPOINT = "hookledger_event";
 
-// Migration 012's attempt-history trigger tells this mark from a failure by its first words: keep them.
 /**
  * What last_error says of an event whose arm was committed: a handler, its own or one run after it in its batch,
  * committed the batch's transaction itself. The event's own handler's record replaces it with

@@ -1,16 +1,29 @@
+import { BATCH_ENDED } from "./arm.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
-// The attempt was counted when it was picked (pick.ts): recording its failure only closes it.
+// The attempt was counted when it was picked (pick.ts): recording its failure only closes it. The error goes into
+// the attempt history (attempt_errors, migration 012) when the record closes the attempt: its stamp was still on
+// the row (the pick's), or the row carried the attempt's committed arm ($9, arm.ts), which the record replaces.
 const failSql = statement(
   "fail",
-  (s) => `update ${s}.events
-set last_error = $3::text,
-    status = case when $6::boolean or attempts >= $4::int then 'dead' else 'failed' end,
-    next_attempt_at = now() + $5::int * interval '1 millisecond',
-    attempt_started_at = null
-where source = $1::text and dedupe_key = $2::text
-  and (status in ('pending', 'failed') or ($8::boolean and status = 'dead')) and attempts = $7::int
-returning status`,
+  (s) => `with before as (
+  select attempt_started_at is not null or last_error = $9::text as closes
+  from ${s}.events where source = $1::text and dedupe_key = $2::text
+), failed as (
+  update ${s}.events
+  set last_error = $3::text,
+      status = case when $6::boolean or attempts >= $4::int then 'dead' else 'failed' end,
+      next_attempt_at = now() + $5::int * interval '1 millisecond',
+      attempt_started_at = null
+  where source = $1::text and dedupe_key = $2::text
+    and (status in ('pending', 'failed') or ($8::boolean and status = 'dead')) and attempts = $7::int
+  returning source, dedupe_key, attempts, status
+), history as (
+  insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)
+  select failed.source, failed.dedupe_key, failed.attempts, $3::text from failed, before where before.closes
+  on conflict do nothing
+)
+select status from failed`,
 );
 
 /** Where a failed attempt left its event. */
@@ -54,6 +67,7 @@ export async function failEvent(
       input.dead ?? false,
       input.attempts,
       input.armed ?? false,
+      BATCH_ENDED,
     ],
   });
   return result.rows[0]?.status;

@@ -13,12 +13,20 @@ where ${ours}
 returning attempts`,
 );
 
+// A failure that counts an attempt ($5 > 0) goes into the attempt history (attempt_errors, migration 012).
 const failInlineSql = statement(
   "inline-fail",
-  (s) => `update ${s}.events
-set attempts = attempts + $5::int, last_error = $4::text, next_attempt_at = now()
-where ${ours}
-returning attempts`,
+  (s) => `with failed as (
+  update ${s}.events
+  set attempts = attempts + $5::int, last_error = $4::text, next_attempt_at = now()
+  where ${ours}
+  returning source, dedupe_key, attempts
+), history as (
+  insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)
+  select source, dedupe_key, attempts, $4::text from failed where $5::int > 0
+  on conflict do nothing
+)
+select attempts from failed`,
 );
 
 /**

@@ -80,8 +80,9 @@ const UNRECORDED =
 // with it: a handler that ends its process takes every event of its batch down, and batching them together again
 // would spend all their attempts on one poison event. The oldest runnable event decides: unrecorded, it is counted
 // alone; otherwise the batch is every recorded one, and unrecorded ones further back wait until they are the oldest.
-// The back-off has a floor: until the batch's transaction takes the row locks (a round trip later) only the
-// back-off keeps other workers off them, and one that counts them meanwhile would take their stamps for a crash.
+// The note goes into the attempt history (attempt_errors, migration 012) under the number of the attempt that ended
+// unrecorded. The back-off has a floor: until the batch's transaction takes the row locks (a round trip later) only
+// the back-off keeps other workers off them, and one that counts them meanwhile would take their stamps for a crash.
 // And a cap: a worker killed mid-batch leaves its events due again within 30 s (§6: nothing stuck for more than 60 s).
 const countSql = statement(
   "pick",
@@ -113,7 +114,13 @@ set attempts = case when chosen.exhausted then e.attempts else e.attempts + 1 en
         * interval '1 millisecond' end
 from chosen
 where e.source = chosen.source and e.dedupe_key = chosen.dedupe_key
-returning e.source, e.dedupe_key, e.event_type, e.received_at, e.attempts, chosen.exhausted, chosen.n
+returning e.source, e.dedupe_key, e.event_type, e.received_at, e.attempts, chosen.exhausted, chosen.n,
+  chosen.unrecorded, e.last_error
+), history as (
+  insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)
+  select source, dedupe_key, case when exhausted then attempts else attempts - 1 end, last_error
+  from counted where unrecorded
+  on conflict do nothing
 )
 select source, dedupe_key, event_type, received_at, attempts, exhausted from counted order by n`,
 );

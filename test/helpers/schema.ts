@@ -1,7 +1,8 @@
 import type { Pool } from "hookledger";
 
 /**
- * A stable text dump of a schema's tables, columns, constraints, indexes and storage parameters, read from the catalogs (pg_dump is not
+ * A stable text dump of a schema's tables, columns, constraints, indexes, storage parameters, triggers and functions
+ * (by name and arguments), read from the catalogs (pg_dump is not
  * shipped with the embedded server), with the schema name replaced by `:schema`.
  */
 export async function dumpSchema(pool: Pool, schema: string): Promise<string> {
@@ -27,6 +28,17 @@ export async function dumpSchema(pool: Pool, schema: string): Promise<string> {
      where n.nspname = $1 and c.reloptions is not null order by c.relname`,
     [schema],
   );
+  const triggers = await pool.query(
+    `select c.relname, t.tgname, pg_get_triggerdef(t.oid) as def from pg_trigger t
+     join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname = $1 and not t.tgisinternal order by c.relname, t.tgname`,
+    [schema],
+  );
+  const functions = await pool.query(
+    `select p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' as name from pg_proc p
+     join pg_namespace n on n.oid = p.pronamespace where n.nspname = $1 order by 1`,
+    [schema],
+  );
   // The day partitions of event bodies (migration 010) are named by their day: they change with the date.
   const dated = (table: string) => /^event_bodies_(before_)?\d{8}$/.test(table);
   const lines: string[] = [];
@@ -42,5 +54,7 @@ export async function dumpSchema(pool: Pool, schema: string): Promise<string> {
     lines.push(`index ${i.tablename}.${i.indexname} ${i.indexdef}`);
   for (const o of options.rows.filter((r) => !dated(r.relname)))
     lines.push(`options ${o.relname} ${o.options}`);
+  for (const t of triggers.rows) lines.push(`trigger ${t.relname}.${t.tgname} ${t.def}`);
+  for (const f of functions.rows) lines.push(`function ${f.name}`);
   return `${lines.join("\n").replaceAll(`"${schema}".`, ":schema.").replaceAll(`${schema}.`, ":schema.")}\n`;
 }
