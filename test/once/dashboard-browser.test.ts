@@ -56,6 +56,14 @@ before(async () => {
   );
   admin = service.adminUrl as string;
   await deliver("invoice.paid", "in_1", 1_700_000_200, "evt_paid_new");
+  // The older invoice event arrives once the newer one is applied, so the guard answers it stale. Claimed while the
+  // newer one still waited, either could run first (the guard then applies both, in the order they ran).
+  await waitFor("the newer invoice event applied", async () => {
+    const { rows } = await t.pool.query(
+      `select status from ${t.ledger.s}.events where dedupe_key = 'evt_paid_new'`,
+    );
+    return rows[0]?.status === "settled";
+  });
   await deliver("invoice.paid", "in_1", 1_700_000_100, "evt_paid_old");
   await deliver("customer.updated", "cus_1", 1_700_000_300, "evt_customer");
   await deliver("charge.failed", "ch_1", 1_700_000_400, "evt_dead_retry");
