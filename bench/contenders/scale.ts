@@ -54,6 +54,7 @@ async function steady(
   const picks: number[] = [];
   const dead: number[] = [];
   const timers: NodeJS.Timeout[] = [];
+  let ended = false;
   let busy = Promise.resolve();
   const serial = (work: () => Promise<void>) => {
     busy = busy.then(work).catch((error: Error) => console.error(`  probe: ${error.message}`));
@@ -64,11 +65,13 @@ async function steady(
       setInterval(() => serial(async () => void dead.push(await deadTuples(probe, schema))), 10_000),
     );
     if (extra.holdEvery !== undefined) {
+      // A hold still sleeping when the phase ends is rolled back (and its client closed) by the finally below.
       const hold = async () => {
+        if (ended) return;
         await holder.query("begin");
         await holder.query("select txid_current()");
         await new Promise((resolve) => setTimeout(resolve, (extra.holdFor ?? 60) * 1000));
-        await holder.query("commit");
+        if (!ended) await holder.query("commit");
       };
       const first = setTimeout(
         () => void hold().catch((e: Error) => console.error(`  hold: ${e.message}`)),
@@ -107,6 +110,7 @@ async function steady(
       deadSamples: dead,
     };
   } finally {
+    ended = true;
     for (const t of timers) clearInterval(t);
     await busy;
     await holder.query("rollback").catch(() => {});
