@@ -148,9 +148,10 @@ const COUNT_BEGIN = "begin; set local enable_bitmapscan = off; set local enable_
 
 /**
  * Counts the attempts of a batch of up to `limit` due events (1 to {@link MAX_BATCH}), oldest due first, in one
- * statement and its own transaction (call it on a client outside a transaction): attempts + 1, stamped as started, due again after the attempt's
- * back-off (2 to 30 s). Then run them in one transaction that takes their rows with `lockAttempts`. An event whose
- * previous attempt ended unrecorded is counted alone; one with no attempt left is marked dead instead (`exhausted`).
+ * statement and its own transaction (call it on a client outside a transaction): attempts + 1, stamped as started,
+ * due again after the attempt's back-off (2 to 30 s). Then run them in one transaction that takes their rows with
+ * `lockAttempts`. An event whose previous attempt ended unrecorded is counted alone; one with no attempt left is
+ * marked dead instead (`exhausted`).
  *
  * @returns the counted attempts, oldest due first; empty when nothing is due.
  * @example
