@@ -52,12 +52,6 @@ async function run(index: number): Promise<void> {
   const admin = createPool({ connectionString: args.url, role: "admin", max: 2 });
   await admin.query(`drop schema if exists ${schema} cascade`);
   await migrate(admin, schema);
-  // BENCH_WORKER_DROP=events_type,events_entity,…: indexes to drop after the migrations, to measure what each
-  // costs the worker (docs/benchmarks.md, "What the indexes cost the worker").
-  for (const name of (process.env.BENCH_WORKER_DROP ?? "").split(",").filter(Boolean)) {
-    if (!/^[a-z_]+$/.test(name)) throw new Error(`BENCH_WORKER_DROP: ${name} is not an index name`);
-    await admin.query(`drop index ${schema}.${name}`);
-  }
   const ledger = ledgerContext(schema);
   await admin.query(
     `create table ${schema}.app_state (id text primary key, version bigint not null, data jsonb)`,
