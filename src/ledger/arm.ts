@@ -1,6 +1,6 @@
 import { pg } from "../deps.js";
 import type { LedgerContext, Queryable } from "./context.js";
-import type { PickedEvent } from "./pick.js";
+import type { LockedEvent } from "./pick-lock.js";
 
 /** The savepoint each event of a batch runs in; a handler's failure rolls back to it and no further. */
 export const EVENT_SAVEPOINT = "hookledger_event";
@@ -18,17 +18,36 @@ export const BATCH_ENDED =
   "handler or one run after it: what this event's handler wrote may have been committed without the settle, so the " +
   "event is not retried; fix the handler, then `hookledger events retry`";
 
-// The mark: dead with BATCH_ENDED, only in transaction $3 (the batch's). Prepared with SQL PREPARE, once per
-// session, so that the savepoint and the mark travel in one simple-protocol query without escaping values into
-// SQL text or planning the update again for every event (measured on PG15: 25 µs of backend CPU per event instead
-// of 55-70 µs for the same update sent as text). One mark per event, in its savepoint, rather than one statement
-// arming the whole batch when it locks its rows (35 µs of backend CPU less per event): a handler's commit would
-// then make the events whose turn had not come dead too, for a moment or, should the worker die then, for good.
-const armName = (ledger: LedgerContext) => `hookledger_arm_${ledger.schema}`;
+// The mark: the event's slot's bit in its batch's row of batch_marks (migration 015), which only transaction `xid`
+// (the batch's) can see to update: a handler that ended the transaction and began another (`commit; begin`) leaves
+// the connection in a transaction where no status check sees the switch, and the next arm then finds no row.
+// Prepared with SQL PREPARE, once per session, so that the savepoint and the mark travel in one simple-protocol query
+// without escaping values into SQL text or planning the update again for every event (measured on PG15: 25 µs of
+// backend CPU per event instead of 55-70 µs for the same statement sent as text). One mark per event, in its
+// savepoint, rather than one marking the whole batch when it locks its rows: a handler's commit would then make the
+// events whose turn had not come dead too, for a moment or, should the worker die then, for good. The mark used to
+// be the event's own row set dead, a third update through every index of events per event: ~120 µs of ~330 µs of
+// database time per event (docs/benchmarks.md, "What the arm cost").
+const armName = (ledger: LedgerContext) => `hookledger_mark_${ledger.schema}`;
 const armText = (ledger: LedgerContext) =>
-  `update ${ledger.s}.events set status = 'dead', attempt_started_at = null,
-  last_error = ${pg().escapeLiteral(BATCH_ENDED)}
-where source = $1::text and dedupe_key = $2::text and pg_current_xact_id()::text = $3::text`;
+  `update ${ledger.s}.batch_marks set armed = armed | (1::bigint << ($2::int - 1))
+where batch = $1::bigint and xid = pg_current_xact_id()::text::bigint`;
+
+const BATCH_ID = /^[0-9]{1,19}$/;
+
+/**
+ * SQL that gives the batch `batch` (the count's transaction id, which stamped its events) its row of marks in the
+ * calling transaction. Run it in the batch's first round trip, before any arm; the settle deletes the row, so only a
+ * handler that commits the transaction itself makes it durable.
+ *
+ * @example
+ * await tx.query(`begin; ${openMarks(ledger, keys[0].batch)}`);
+ */
+export function openMarks(ledger: LedgerContext, batch: string): string {
+  if (!BATCH_ID.test(batch))
+    throw new TypeError(`a batch id is a transaction id, got ${JSON.stringify(batch)}`);
+  return `insert into ${ledger.s}.batch_marks (batch, xid) values (${batch}, pg_current_xact_id()::text::bigint)`;
+}
 
 /**
  * SQL that tells whether the arm's statement is prepared on this session. The batch asks in its first round trip and
@@ -50,32 +69,28 @@ export function armPrepared(ledger: LedgerContext): string {
  * if (!prepared) await prepareArm(tx, ledger);
  */
 export async function prepareArm(tx: Queryable, ledger: LedgerContext): Promise<void> {
-  await tx.query(`prepare "${armName(ledger)}" (text, text, text) as ${armText(ledger)}`);
+  await tx.query(`prepare "${armName(ledger)}" (bigint, int) as ${armText(ledger)}`);
 }
 
 /**
- * Opens the event's savepoint and arms the event, in one round trip: inside the savepoint its row is marked `dead`
- * with {@link BATCH_ENDED}. The settle, or rolling back to the savepoint, replaces the mark, so it is
- * only ever committed by a handler that commits the batch's transaction itself (however it spells it), atomically
- * with its writes: the event is then never run (and applied) again. `release`: the previous event's savepoint is
- * released first, so savepoints do not nest a batch deep. Needs {@link prepareArm} on the session first.
- *
- * The mark is written only in transaction `xid` (the batch's): a handler that ended the transaction and began
- * another (`commit; begin` in one string) leaves the connection in a transaction, where no status check can see
- * the switch, and the next arm then finds nothing to mark (or no savepoint to release, which fails).
+ * Opens the event's savepoint and arms the event, in one round trip: inside the savepoint its slot is marked in its
+ * batch's row (see {@link openMarks}, {@link BATCH_ENDED}). Rolling back to the savepoint undoes the mark and the
+ * settle deletes the row, so a mark is only ever committed by a handler that commits the batch's transaction
+ * itself (however it spells it), atomically with its writes: whoever meets the event then makes it dead instead of
+ * running (and applying) it again. `release`: the previous event's savepoint is released first, so savepoints do not
+ * nest a batch deep. Needs {@link prepareArm} on the session first.
  *
  * `plans`: the `plan_cache_mode` the handlers get back, set before the savepoint (so no rollback to it undoes it),
  * on the first arm of a batch whose own statements ran with generic plans.
  *
- * @returns false when the row was not marked: the transaction is no longer `xid`.
+ * @returns false when nothing was marked: the transaction is no longer the batch's.
  * @example
- * if (!(await armAttempt(tx, ledger, picked, xid, true))) return "ended";
+ * if (!(await armAttempt(tx, ledger, picked, true))) return "ended";
  */
 export async function armAttempt(
   tx: Queryable,
   ledger: LedgerContext,
-  picked: Pick<PickedEvent, "source" | "dedupe_key">,
-  xid: string,
+  picked: Pick<LockedEvent, "batch" | "slot">,
   release: boolean,
   plans?: string,
 ): Promise<boolean> {
@@ -84,7 +99,7 @@ export async function armAttempt(
   const text =
     `${plans === undefined ? "" : `set local plan_cache_mode = ${escapeLiteral(plans)}; `}` +
     `${release ? `release savepoint ${EVENT_SAVEPOINT}; ` : ""}savepoint ${EVENT_SAVEPOINT}; ` +
-    `execute "${armName(ledger)}" (${escapeLiteral(picked.source)}, ${escapeLiteral(picked.dedupe_key)}, ${escapeLiteral(xid)})`;
+    `execute "${armName(ledger)}" (${escapeLiteral(picked.batch)}, ${Number(picked.slot)})`;
   const results = (await tx.query(text)) as unknown as { rowCount: number | null }[];
   return results[results.length - 1]?.rowCount === 1;
 }

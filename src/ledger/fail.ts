@@ -1,13 +1,12 @@
-import { BATCH_ENDED } from "./arm.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
 // The attempt was counted when it was picked (pick.ts): recording its failure only closes it. The error goes into
 // the attempt history (attempt_errors, migration 012) when the record closes the attempt: its stamp was still on
-// the row (the pick's), or the row carried the attempt's committed arm ($9, arm.ts), which the record replaces.
+// the row (the pick's).
 const failSql = statement(
   "fail",
   (s) => `with before as (
-  select attempt_started_at is not null or last_error = $9::text as closes
+  select attempt_started_at is not null as closes
   from ${s}.events where source = $1::text and dedupe_key = $2::text
 ), failed as (
   update ${s}.events
@@ -16,7 +15,7 @@ const failSql = statement(
       next_attempt_at = now() + $5::int * interval '1 millisecond',
       attempt_started_at = null
   where source = $1::text and dedupe_key = $2::text
-    and (status in ('pending', 'failed') or ($8::boolean and status = 'dead')) and attempts = $7::int
+    and status in ('pending', 'failed') and attempts = $7::int
   returning source, dedupe_key, attempts, status
 ), history as (
   insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)
@@ -33,9 +32,8 @@ export type FailedStatus = "failed" | "dead";
  * Records the failure of a counted attempt (`attempts`, its number): the error is kept, and the event is due again
  * after `retryInMs`, or dead once `maxAttempts` attempts are spent (or at once with `dead`, when retrying could
  * apply it twice). Only a pending or failed row still at that attempt is touched: a failure recorded late, outside
- * the attempt's transaction (a handler timeout, a failed commit), never overwrites a settle, a committed arm or a
- * newer attempt. `armed` (with `dead`): the event's own handler ended its transaction, whose commit may have made
- * its arm durable (arm.ts); the row is then dead already and only its last_error changes.
+ * the attempt's transaction (a handler timeout, a failed commit), never overwrites a settle, a death or a newer
+ * attempt.
  *
  * @returns the new status, or `undefined` when the row was missing or had moved on.
  * @example
@@ -52,8 +50,6 @@ export async function failEvent(
     retryInMs: number;
     attempts: number;
     dead?: boolean;
-    /** The row may be dead with its attempt's committed arm (arm.ts), which this record replaces. */
-    armed?: boolean;
   },
 ): Promise<FailedStatus | undefined> {
   const result = await db.query<{ status: FailedStatus }>({
@@ -66,8 +62,6 @@ export async function failEvent(
       Math.round(input.retryInMs),
       input.dead ?? false,
       input.attempts,
-      input.armed ?? false,
-      BATCH_ENDED,
     ],
   });
   return result.rows[0]?.status;

@@ -17,7 +17,7 @@ const lockSql = statement(
   (
     s,
   ) => `select e.source, e.dedupe_key, e.event_type, b.payload, e.received_at, e.seq, e.occurred_at, e.attempts,
-  e.entity_type, e.entity_id, e.entity_version, e.arrived_via,
+  e.entity_type, e.entity_id, e.entity_version, e.arrived_via, e.attempt_batch::text as batch, e.attempt_slot as slot,
   e.entity_type is null or e.entity_id is null or ${entityFree(s)} as entity_free
 from unnest($1::text[], $2::text[], $3::int[]) with ordinality as k (source, dedupe_key, attempts, n)
 join ${s}.events e on e.source = k.source and e.dedupe_key = k.dedupe_key and e.attempts = k.attempts
@@ -31,8 +31,16 @@ order by k.n
 for update of e`,
 );
 
-/** A counted event under its row lock; `entity_free` is false when another transaction holds its entity. */
-export type LockedEvent = PickedEvent & { readonly entity_free: boolean };
+/**
+ * A counted event under its row lock; `entity_free` is false when another transaction holds its entity. `batch`:
+ * the count that counted this attempt (its transaction id, bigint as text), whose row of marks its arm marks
+ * (arm.ts) at bit `slot` - 1 (its place in the count, 1 to 64).
+ */
+export type LockedEvent = PickedEvent & {
+  readonly entity_free: boolean;
+  readonly batch: string;
+  readonly slot: number;
+};
 
 /**
  * Locks counted events, and their entities, for the calling transaction. An event missing from the result moved

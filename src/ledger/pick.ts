@@ -1,4 +1,5 @@
 import type { PoolClient } from "../db/pool.js";
+import { BATCH_ENDED } from "./arm.js";
 import { type LedgerContext, statement } from "./context.js";
 import type { ArrivedVia } from "./claim.js";
 
@@ -29,8 +30,16 @@ export interface CountedKey {
   readonly received_at: Date;
   /** The number of the attempt just counted (when `exhausted`: of the last one, which ended unrecorded). */
   readonly attempts: number;
-  /** The event's previous attempt was its last and ended without an outcome: the count marked it dead instead. */
+  /**
+   * The count marked the event dead instead of counting an attempt: its previous attempt was its last and ended
+   * without an outcome, or (`armed`) a handler of its batch committed the batch's transaction itself.
+   */
   readonly exhausted: boolean;
+  /** Dead because its arm was committed (arm.ts): its handler's writes may be there without its settle. */
+  readonly armed: boolean;
+  /** The count's transaction id (bigint as text), stamped on the event with its `slot`. */
+  readonly batch: string;
+  readonly slot: number;
 }
 
 /**
@@ -73,56 +82,76 @@ const UNRECORDED =
 // The where clause must stay identical to the predicate of the events_due index (migration 001), so the planner
 // walks an index that holds only the backlog. SKIP LOCKED: an event another worker is running never blocks this one.
 // CASE fixes the order of the entity try: an event without an entity takes no lock.
-// One autocommitted statement counts a batch: each attempt is counted, stamped and given its back-off before any
+// One autocommitted statement counts a batch: each attempt is counted, stamped (with this count's transaction id as
+// its batch and its place in it as its slot, which its arm marks: arm.ts) and given its back-off before any
 // handler runs, so an attempt that never records an outcome (its process died) still counts and the event is not
 // due again at once. A stamp left by the previous attempt means it ended unrecorded: noted in last_error, or dead if
-// it was the last (exhausted: marked dead, never run). Such an event runs alone, because its batch may have died
-// with it: a handler that ends its process takes every event of its batch down, and batching them together again
-// would spend all their attempts on one poison event. The oldest runnable event decides: unrecorded, it is counted
-// alone; otherwise the batch is every recorded one, and unrecorded ones further back wait until they are the oldest.
-// The note goes into the attempt history (attempt_errors, migration 012) under the number of the attempt that ended
-// unrecorded. The back-off has a floor: until the batch's transaction takes the row locks (a round trip later) only
-// the back-off keeps other workers off them, and one that counts them meanwhile would take their stamps for a crash.
-// And a cap: a worker killed mid-batch leaves its events due again within 30 s (§6: nothing stuck for more than 60 s).
+// it was the last (exhausted: marked dead, never run), or if its arm was committed (a handler of its batch
+// committed the transaction itself, and this event's writes may be there: dead with BATCH_ENDED, $8; its bit is
+// cleared, and its batch's row deleted with the last one). Such an event runs alone, because its batch may have
+// died with it: a handler that ends its process takes every event of its batch down, and batching them together
+// again would spend all their attempts on one poison event. The oldest runnable event decides: unrecorded, it is
+// counted alone; otherwise the batch is every recorded one, and unrecorded ones further back wait until they are the
+// oldest. The note goes into the attempt history (attempt_errors, migration 012) under the number of the attempt
+// that ended unrecorded. The back-off has a floor: until the batch's transaction takes the row locks (a round trip
+// later) only the back-off keeps other workers off them, and one that counts them meanwhile would take their stamps
+// for a crash. And a cap: a worker killed mid-batch leaves its events due again within 30 s (§6: nothing stuck for
+// more than 60 s).
 const countSql = statement(
   "pick",
   (s) => `with due as (
-  select source, dedupe_key, next_attempt_at, attempt_started_at is not null as unrecorded,
-    attempt_started_at is not null and attempts >= $1::int as exhausted
-  from ${s}.events
+  select source, dedupe_key, next_attempt_at, attempt_started_at is not null as unrecorded, attempt_batch,
+    attempt_slot, armed, attempt_started_at is not null and (attempts >= $1::int or armed) as exhausted
+  from ${s}.events,
+    lateral (select case when attempt_started_at is null then false else exists (
+      select 1 from ${s}.batch_marks m
+      where m.batch = attempt_batch and m.armed & (1::bigint << (attempt_slot - 1)) <> 0) end as armed) a
   where status in ('pending', 'failed') and next_attempt_at <= now()
     and case when entity_type is null or entity_id is null then true else ${entityFree(s)} end
   order by next_attempt_at
   limit $7::int
-  for update skip locked
+  for update of events skip locked
 ), runnable as (
   select source, dedupe_key, unrecorded, row_number() over (order by next_attempt_at) as n
   from due where not exhausted
 ), chosen as (
-  select source, dedupe_key, true as unrecorded, true as exhausted, 0::bigint as n from due where exhausted
+  select source, dedupe_key, true as unrecorded, true as exhausted, armed, 0::bigint as n from due where exhausted
   union all
-  select source, dedupe_key, unrecorded, false, n from runnable
+  select source, dedupe_key, unrecorded, false, false, n from runnable
   where case when exists (select 1 from runnable where n = 1 and unrecorded) then n = 1 else not unrecorded end
 ), counted as (
 update ${s}.events e
 set attempts = case when chosen.exhausted then e.attempts else e.attempts + 1 end,
     status = case when chosen.exhausted then 'dead' else e.status end,
-    last_error = case when chosen.unrecorded then format($4::text, e.attempts) else e.last_error end,
+    last_error = case when chosen.armed then $8::text
+      when chosen.unrecorded then format($4::text, e.attempts) else e.last_error end,
     attempt_started_at = case when chosen.exhausted then null else now() end,
+    attempt_batch = case when chosen.exhausted then e.attempt_batch else pg_current_xact_id()::text::bigint end,
+    attempt_slot = case when chosen.exhausted then e.attempt_slot else chosen.n end,
     next_attempt_at = case when chosen.exhausted then e.next_attempt_at
       else now() + greatest($5::float8, least($6::float8, least($3::float8, $2::float8 * power(2, e.attempts)) * (0.5 + 0.5 * random())))
         * interval '1 millisecond' end
 from chosen
 where e.source = chosen.source and e.dedupe_key = chosen.dedupe_key
-returning e.source, e.dedupe_key, e.event_type, e.received_at, e.attempts, chosen.exhausted, chosen.n,
-  chosen.unrecorded, e.last_error
+returning e.source, e.dedupe_key, e.event_type, e.received_at, e.attempts, chosen.exhausted, chosen.armed, chosen.n,
+  chosen.unrecorded, e.last_error, e.attempt_batch, e.attempt_slot
 ), history as (
   insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)
   select source, dedupe_key, case when exhausted then attempts else attempts - 1 end, last_error
   from counted where unrecorded
   on conflict do nothing
+), spent as (
+  select attempt_batch as batch, bit_or(1::bigint << (attempt_slot - 1)) as bits from due where armed
+  group by attempt_batch
+), unmarked as (
+  update ${s}.batch_marks m set armed = m.armed & ~spent.bits
+  from spent where m.batch = spent.batch and m.armed & ~spent.bits <> 0
+), emptied as (
+  delete from ${s}.batch_marks m using spent where m.batch = spent.batch and m.armed & ~spent.bits = 0
 )
-select source, dedupe_key, event_type, received_at, attempts, exhausted from counted order by n`,
+select source, dedupe_key, event_type, received_at, attempts, exhausted, armed, attempt_batch::text as batch,
+  attempt_slot as slot
+from counted order by n`,
 );
 
 /** What last_error says of an event whose handler ended its transaction. */
@@ -179,6 +208,7 @@ export async function countAttempts(
         LEASE_FLOOR_MS,
         LEASE_CAP_MS,
         limit,
+        BATCH_ENDED,
       ],
     });
     await db.query("commit");

@@ -8,6 +8,7 @@ export type Outcome = "applied" | "stale" | "unhandled" | "ignored";
 // again at once with its attempt uncounted. Only inside the batch's transaction (`$4`, its id): a handler that ended
 // it and began another (`commit; begin` in one string) leaves the connection in a transaction where no status
 // check sees the switch, and nothing must settle there. The row locks are the batch's, so no other fence is needed.
+// The batch's row of marks ($5, arm.ts) goes with it: committed, it would make its armed events dead.
 const settleSql = statement(
   "settle",
   (s) => `with done as (
@@ -23,6 +24,9 @@ const settleSql = statement(
   where e.source = u.source and e.dedupe_key = u.dedupe_key
     and pg_current_xact_id_if_assigned()::text = $4::text
   returning 1
+), unmarked as (
+  delete from ${s}.batch_marks
+  where batch = $5::bigint and xid = pg_current_xact_id_if_assigned()::text::bigint
 )
 select coalesce(pg_current_xact_id_if_assigned()::text = $4::text, false) as same, (select count(*)::int from done) as n`,
 );
@@ -39,20 +43,29 @@ export interface BatchEnd {
  * locks and carries the handlers' writes. Their attempts were counted when they were picked, so a settled event's
  * count stays as it is.
  *
+ * `batch`: the batch's id, whose row of marks (arm.ts) is deleted with the settle.
+ *
  * @returns false when the connection is no longer in transaction `xid` (a handler ended it and began another):
  * nothing was written.
  * @example
- * await settleAttempts(tx, ledger, [{ source: "stripe", dedupe_key: "evt_123", outcome: "applied" }], xid);
+ * await settleAttempts(tx, ledger, [{ source: "stripe", dedupe_key: "evt_123", outcome: "applied" }], xid, batch);
  */
 export async function settleAttempts(
   tx: Queryable,
   ledger: LedgerContext,
   ends: readonly BatchEnd[],
   xid: string,
+  batch: string,
 ): Promise<boolean> {
   const result = await tx.query<{ same: boolean; n: number }>({
     ...settleSql(ledger),
-    values: [ends.map((e) => e.source), ends.map((e) => e.dedupe_key), ends.map((e) => e.outcome), xid],
+    values: [
+      ends.map((e) => e.source),
+      ends.map((e) => e.dedupe_key),
+      ends.map((e) => e.outcome),
+      xid,
+      batch,
+    ],
   });
   const row = result.rows[0];
   return row?.same === true && row.n === ends.length;

@@ -1,24 +1,58 @@
+import { BATCH_ENDED } from "./arm.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 import type { CountedKey } from "./pick.js";
 
 // Only an event still at the counted attempt, stamped and not settled, failed or dead since: a give-back that comes
 // after the batch's transaction ended (a cut-off handler, a handler that ended it itself, a failed commit) never
-// undoes what that transaction committed, nor a newer attempt of another worker.
+// undoes what that transaction committed, nor a newer attempt of another worker. An event whose arm that
+// transaction committed (a handler of its batch committed it: arm.ts) is made dead instead, since its writes may be
+// there, and its failure goes into the attempt history; the batch's row of marks ($4) is deleted, its events all
+// ended here.
 const uncountSql = statement(
   "uncount",
-  (s) => `update ${s}.events e
-set attempts = e.attempts - 1, attempt_started_at = null, next_attempt_at = now()
-from unnest($1::text[], $2::text[], $3::int[]) as k (source, dedupe_key, attempts)
-where e.source = k.source and e.dedupe_key = k.dedupe_key and e.attempts = k.attempts
-  and e.attempt_started_at is not null and e.status in ('pending', 'failed')
-returning e.source, e.dedupe_key`,
+  (s) => `with k as (
+  select e.source, e.dedupe_key, u.attempts, coalesce(e.attempt_slot between 1 and 64 and exists (
+    select 1 from ${s}.batch_marks m
+    where m.batch = e.attempt_batch and m.armed & (1::bigint << (e.attempt_slot - 1)) <> 0), false) as armed
+  from unnest($1::text[], $2::text[], $3::int[]) as u (source, dedupe_key, attempts)
+  join ${s}.events e on e.source = u.source and e.dedupe_key = u.dedupe_key
+), ended as (
+  update ${s}.events e
+  set attempts = case when k.armed then e.attempts else e.attempts - 1 end,
+      status = case when k.armed then 'dead' else e.status end,
+      last_error = case when k.armed then $5::text else e.last_error end,
+      attempt_started_at = null,
+      next_attempt_at = case when k.armed then e.next_attempt_at else now() end
+  from k
+  where e.source = k.source and e.dedupe_key = k.dedupe_key and e.attempts = k.attempts
+    and e.attempt_started_at is not null and e.status in ('pending', 'failed')
+  returning e.source, e.dedupe_key, e.attempts, k.armed
+), history as (
+  insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)
+  select source, dedupe_key, attempts, $5::text from ended where armed
+  on conflict do nothing
+), unmarked as (
+  delete from ${s}.batch_marks where batch = $4::bigint
+)
+select source, dedupe_key, armed from ended`,
 );
+
+/** An event {@link uncountAttempts} ended: given back, or dead when its arm was committed. */
+export interface Uncounted {
+  readonly source: string;
+  readonly dedupe_key: string;
+  /** Made dead: a handler of its batch committed the transaction after this event's arm. */
+  readonly armed: boolean;
+}
 
 /**
  * Gives counted attempts back, outside their transaction: each event still at that attempt is due again at once,
- * not counted (its attempt ran nothing that lasted: the worker stopped first, its batch rolled back).
+ * not counted (its attempt ran nothing that lasted: the worker stopped first, its batch rolled back), unless a
+ * handler of its batch committed the transaction after the event's arm (arm.ts): then it is dead, since its writes
+ * may be there. `batch`: the id of the batch they ran in, whose row of marks goes with them (omitted when the
+ * batch's transaction cannot have committed one).
  *
- * @returns the events given back; the others had moved on.
+ * @returns the events ended; the others had moved on.
  * @example
  * await uncountAttempts(pool, ledger, [{ source: "stripe", dedupe_key: "evt_1", attempts: 1 }]);
  */
@@ -26,11 +60,18 @@ export async function uncountAttempts(
   db: Queryable,
   ledger: LedgerContext,
   keys: readonly Pick<CountedKey, "source" | "dedupe_key" | "attempts">[],
-): Promise<{ source: string; dedupe_key: string }[]> {
-  if (keys.length === 0) return [];
-  const result = await db.query<{ source: string; dedupe_key: string }>({
+  batch?: string,
+): Promise<Uncounted[]> {
+  if (keys.length === 0 && batch === undefined) return [];
+  const result = await db.query<Uncounted>({
     ...uncountSql(ledger),
-    values: [keys.map((k) => k.source), keys.map((k) => k.dedupe_key), keys.map((k) => k.attempts)],
+    values: [
+      keys.map((k) => k.source),
+      keys.map((k) => k.dedupe_key),
+      keys.map((k) => k.attempts),
+      batch ?? null,
+      BATCH_ENDED,
+    ],
   });
   return result.rows;
 }

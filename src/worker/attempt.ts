@@ -72,7 +72,6 @@ export function reportAttempt(
 /**
  * Records a failed attempt (fenced by its attempt number, so a late record never overwrites a settle or a newer
  * attempt): due again after the retry policy's back-off, or dead once attempts are spent (or at once with `dead`).
- * `armed`: in the batch's transaction, on the row the batch armed.
  *
  * @returns the event's new status, `missing` when it had moved on.
  * @example
@@ -83,7 +82,7 @@ export async function recordFailure(
   db: Pool | PoolClient,
   picked: Pick<PickedEvent, "source" | "dedupe_key" | "attempts">,
   text: string,
-  options: { dead?: boolean; armed?: boolean } = {},
+  options: { dead?: boolean } = {},
 ): Promise<"failed" | "dead" | "missing"> {
   const status = await failEvent(db, deps.ledger, {
     source: picked.source,
@@ -93,7 +92,6 @@ export async function recordFailure(
     retryInMs: retryDelay(deps.retry, picked.attempts),
     attempts: picked.attempts,
     dead: options.dead ?? false,
-    armed: options.armed ?? false,
   });
   return status ?? "missing";
 }

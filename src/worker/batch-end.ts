@@ -29,6 +29,8 @@ export interface Entry {
 
 /** A batch in its transaction. */
 export interface Batch {
+  /** The count's transaction id, stamped on every event of the batch: its row of marks (arm.ts). */
+  readonly id: string;
   readonly started: number;
   /** Counted, but another worker counted a newer attempt before this batch locked them. */
   readonly moved: readonly CountedKey[];
@@ -100,10 +102,9 @@ export async function endedByHandler(
   // In another transaction (`commit; begin`), or an aborted one: none of it is the batch's.
   if (client.getTransactionStatus() !== "I") await client.query("rollback");
   const then = error ? `; then the handler failed: ${error.message}` : "";
-  // Dead either way: its handler's commit made its arm durable (only last_error changes), or its rollback undid it.
+  // Dead either way: its writes may have been committed, or its handler's rollback took its neighbours' with them.
   const status = await recordFailure(deps, client, culprit.event, `${HANDLER_ENDED_TRANSACTION}${then}`, {
     dead: true,
-    armed: true,
   });
   deps.log.warn(logFields(culprit.event, batch.started, { result: status }), HANDLER_ENDED_TRANSACTION);
   reportAttempt(deps, culprit.event, batch.started, "dead");
@@ -138,7 +139,6 @@ export async function cutOff(
     return { ran: ran(batch), budgetCut: false };
   }
   const text = failureText(error, { frames: false });
-  // "missing" when its arm was committed (it ended the transaction itself, then hung): dead already.
   const status = await recordFailure(deps, deps.pool, culprit.event, text, { dead: result.ended });
   deps.log.warn(
     logFields(culprit.event, batch.started, { result: status, err: error.message }),
@@ -201,15 +201,15 @@ export async function commitFailed(
       );
       break;
     }
-    await rerun(deps, conn, [{ ...entry.event, exhausted: false }], performance.now());
+    await rerun(deps, conn, [{ ...entry.event, exhausted: false, armed: false }], performance.now());
   }
   return { ran: done.length, budgetCut: false };
 }
 
 // The batch's transaction is gone. Each event but `culprit` that still stands at its counted attempt is given back
 // (its writes rolled back with the batch; an event whose turn never came was never armed, so it always is). One whose
-// arm was committed (a handler committed the transaction itself) is dead: its writes may be committed. One failed
-// in the transaction and committed stays as its record says.
+// arm was committed (a handler committed the transaction itself) is made dead: its writes may be committed. One
+// failed in the transaction and committed stays as its record says. The batch's row of marks goes.
 async function afterRollback(
   deps: AttemptDeps,
   db: Parameters<typeof uncountAttempts>[0],
@@ -222,8 +222,8 @@ async function afterRollback(
   const keys = [...others.map((e) => e.event), ...batch.busy];
   let back: Set<string>;
   try {
-    const given = await uncountAttempts(db, deps.ledger, keys);
-    back = new Set(given.map((k) => `${k.source}\u0000${k.dedupe_key}`));
+    const given = await uncountAttempts(db, deps.ledger, keys, batch.id);
+    back = new Set(given.filter((k) => !k.armed).map((k) => `${k.source}\u0000${k.dedupe_key}`));
   } catch (error) {
     // Still stamped: due again after their back-off, each counted as an attempt that ended unrecorded.
     deps.log.warn({ err: (error as Error).message, events: keys.length }, "could not give a batch back");

@@ -1,5 +1,12 @@
 import { pg } from "../deps.js";
-import { armAttempt, armPrepared, EVENT_SAVEPOINT, prepareArm } from "../ledger/arm.js";
+import {
+  armAttempt,
+  armPrepared,
+  BATCH_ENDED,
+  EVENT_SAVEPOINT,
+  openMarks,
+  prepareArm,
+} from "../ledger/arm.js";
 import { type CountedKey, countAttempts } from "../ledger/pick.js";
 import { lockAttempts } from "../ledger/pick-lock.js";
 import { type BatchEnd, settleAttempts } from "../ledger/settle.js";
@@ -69,7 +76,9 @@ export async function runBatch(deps: AttemptDeps, limit: number): Promise<BatchR
     for (const key of counted.filter((k) => k.exhausted)) {
       deps.log.warn(
         logFields(key, started, { result: "dead" }),
-        "event dead: its last attempt ended without an outcome (the worker exited, was killed or lost its connection)",
+        key.armed
+          ? BATCH_ENDED
+          : "event dead: its last attempt ended without an outcome (the worker exited, was killed or lost its connection)",
       );
       reportAttempt(deps, key, started, "dead");
     }
@@ -118,16 +127,18 @@ export async function runCounted(
   const { client } = conn;
   // Postgres ends a transaction left idle longer (a frozen worker, a host that vanished mid-handler), and its events
   // are due again; a running handler's transaction is kept busy by keepTransactionAlive (heartbeat.ts). The
-  // transaction's id lets the arms and the settle tell it from one a handler began after ending it.
+  // transaction's id lets the settle tell it from one a handler began after ending it; the arms tell it by the row
+  // of marks it inserts (arm.ts). Every key is of one count, so of one batch id.
   // The lock runs with a generic plan: left to choose, Postgres planned it afresh for every batch (a join into a
   // partitioned table, whose generic plan it costs with every partition): 0.71-0.84 against 0.49-0.58 ms per lock
   // of 10 keys with 9 partitions, 0.86-0.99 against 0.59-0.65 ms with 49. The handlers get the session's own
   // setting back at the first arm.
+  const id = keys[0]?.batch ?? "";
   const begun = (await client.query(
     `begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS};
      select pg_current_xact_id()::text as xid, ${armPrepared(deps.ledger)} as prepared,
        current_setting('plan_cache_mode') as plans;
-     set local plan_cache_mode = force_generic_plan`,
+     set local plan_cache_mode = force_generic_plan; ${openMarks(deps.ledger, id)}`,
   )) as unknown as { rows: { xid: string; prepared: boolean; plans: string }[] }[];
   const state = begun[2]?.rows[0];
   const xid = state?.xid ?? "";
@@ -136,6 +147,7 @@ export async function runCounted(
   const locked = await lockAttempts(client, deps.ledger, keys);
   const found = new Set(locked.map((e) => `${e.source}\u0000${e.dedupe_key}`));
   const batch: Batch = {
+    id,
     started,
     // "moved": this worker stalled past the attempts' back-off and another one counted newer attempts meanwhile.
     moved: keys.filter((k) => !found.has(`${k.source}\u0000${k.dedupe_key}`)),
@@ -174,14 +186,14 @@ export async function runCounted(
   // other error fails the batch, as a lost connection would: it rolls back and its events are due again.
   const arm = async (entry: Entry): Promise<boolean> => {
     try {
-      return await armAttempt(client, deps.ledger, entry.event, xid, open, open ? undefined : plans);
+      return await armAttempt(client, deps.ledger, entry.event, open, open ? undefined : plans);
     } catch (error) {
       if (!last) throw error;
       if (noSavepoint(error)) return false;
       const aborted = abortedBy(error);
       if (!aborted) throw error;
       if (!(await fail(aborted, new Error(ABORTED), LEFT_FAILED))) return false;
-      return armAttempt(client, deps.ledger, entry.event, xid, open);
+      return armAttempt(client, deps.ledger, entry.event, open);
     }
   };
   for (const [i, entry] of batch.entries.entries()) {
@@ -218,13 +230,13 @@ export async function runCounted(
   }
   let settled: boolean;
   try {
-    settled = await settleAttempts(client, deps.ledger, ends(batch), xid);
+    settled = await settleAttempts(client, deps.ledger, ends(batch), xid, id);
   } catch (error) {
     const aborted = abortedBy(error);
     if (!aborted) throw error;
     if (!(await fail(aborted, new Error(ABORTED), LEFT_FAILED)))
       return endedByHandler(deps, conn, batch, aborted);
-    settled = await settleAttempts(client, deps.ledger, ends(batch), xid);
+    settled = await settleAttempts(client, deps.ledger, ends(batch), xid, id);
   }
   if (!settled) {
     // Not settled: a handler ended the batch's transaction and began another; what was written there goes.

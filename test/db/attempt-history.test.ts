@@ -56,6 +56,7 @@ test("failEvent records the attempt it closes; a batch that gives the event back
         t.ledger,
         [{ source: "test", dedupe_key: "evt_given_back", outcome: null }],
         xid,
+        second.batch,
       ),
     );
     await client.query("commit");

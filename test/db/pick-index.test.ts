@@ -23,7 +23,9 @@ async function plan(db: TestLedger, ...settings: string[]): Promise<string> {
     for (const setting of settings) await client.query(setting);
     // Prepared as the worker's statement is, so that plan_cache_mode decides between a custom and a generic plan.
     await client.query(`prepare pick as ${await pickSqlText(db)}`);
-    const explained = await client.query(`explain execute pick (10, 1000, 1000, '%s', 2000, 30000, 50)`);
+    const explained = await client.query(
+      `explain execute pick (10, 1000, 1000, '%s', 2000, 30000, 50, 'ended')`,
+    );
     await client.query("deallocate pick");
     return explained.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n");
   } finally {

@@ -26,7 +26,7 @@ after(async () => {
 });
 
 /** Spawns the worker fixture (one slot, batches of up to 50) whose handler hangs or exits on `only`. */
-function spawnWorker(mode: "hang" | "exit", only: string, maxAttempts?: number) {
+function spawnWorker(mode: "hang" | "exit" | "commit-exit", only: string, maxAttempts?: number) {
   return spawnWorkerFixture(t, children, {
     FIXTURE_MODE: mode,
     FIXTURE_ONLY: only,
@@ -146,4 +146,62 @@ test("an event whose handler exits its process in a batch of 12: it goes dead af
     ids.filter((id) => id !== poison),
   );
   for (const [id, by] of applied) assert.deepEqual(by, ["child"], id);
+});
+
+// docs/architecture.md, "A handler that ends the transaction": the events whose writes a handler's own commit made
+// durable stay dead even when the worker dies before it can record them (their arms were committed, arm.ts), and
+// the events whose turn had not come run again.
+test("a handler that commits its batch's transaction, then its process exits: the events it committed are dead, applied once; the rest settle", async () => {
+  const ids = await claim("armed", 10);
+  const culprit = "armed_04";
+  const child = spawnWorker("commit-exit", culprit);
+  assert.deepEqual(await child.exited, { code: 3, signal: null });
+  const ran = ids.slice(0, 5);
+  const notRun = ids.slice(5);
+  // The culprit's commit made the five handlers' writes durable, and nothing recorded them yet.
+  assert.deepEqual(await writes("armed"), new Map(ran.map((id) => [id, ["child"]])));
+  for (const row of await rows("armed")) assert.deepEqual([row.status, row.attempts], ["pending", 1]);
+
+  const pool = createPool({ connectionString: t.url, role: "work", max: 3 });
+  const worker = startWorker({
+    pool,
+    connectionString: t.url,
+    ledger: t.ledger,
+    handlers: new Handlers().on("kill", "*", async (ctx) => {
+      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'survivor')`, [
+        ctx.event.id,
+      ]);
+    }),
+    log: silentLogger(),
+    concurrency: 2,
+    pollIntervalMs: 100,
+  });
+  try {
+    await waitFor(
+      "every event ended",
+      async () => (await rows("armed")).every((r) => ["settled", "dead"].includes(r.status)),
+      60_000,
+    );
+  } finally {
+    await worker.stop(10_000);
+    await pool.end();
+  }
+  const ledger = new Map((await rows("armed")).map((r) => [r.dedupe_key, r]));
+  for (const id of ran) {
+    const row = ledger.get(id);
+    assert.deepEqual([row?.status, row?.attempts], ["dead", 1], id);
+    assert.match(row?.last_error ?? "", /a handler of its batch ended the transaction/, id);
+  }
+  for (const id of notRun)
+    assert.deepEqual([ledger.get(id)?.status, ledger.get(id)?.outcome], ["settled", "applied"]);
+  assert.deepEqual(
+    await writes("armed"),
+    new Map<string, string[]>([
+      ...ran.map((id): [string, string[]] => [id, ["child"]]),
+      ...notRun.map((id): [string, string[]] => [id, ["survivor"]]),
+    ]),
+  );
+  // The batch's row of marks went with the last event it marked.
+  const { rows: marks } = await t.pool.query(`select count(*)::int as n from "${t.schema}".batch_marks`);
+  assert.deepEqual(marks, [{ n: 0 }]);
 });

@@ -137,7 +137,12 @@ test("a handler that throws in a batch of 50: the 49 others settle applied in on
   );
   for (const notes of applied.values()) assert.equal(notes.length, 1);
   assert.deepEqual(reports.map((r) => r.result).sort(), [...Array(49).fill("settled"), "failed"].sort());
+  // The settle deleted the batch's row of marks (arm.ts) in its transaction: none was committed.
+  assert.equal(await marks(), 0);
 });
+
+const marks = async () =>
+  (await t.pool.query<{ n: number }>(`select count(*)::int as n from ${t.ledger.s}.batch_marks`)).rows[0]?.n;
 
 // docs/architecture.md, "Failure, retry, dead": a handler that ends the transaction leaves dead the events whose
 // writes that may have committed; the batch gives back the events its commit or rollback did not make durable.
@@ -194,6 +199,8 @@ for (const [ending, sql] of Object.entries(ENDINGS)) {
       );
       assert.deepEqual(applied.get(id), ["before"], id);
     }
+    // The committed row of marks went once its events were made dead.
+    assert.equal(await marks(), 0);
   });
 }
 
