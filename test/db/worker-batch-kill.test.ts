@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { after, before, test } from "node:test";
-import { createPool, Handlers, silentLogger, startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimNumbered, eventStates } from "../helpers/events.js";
-import { spawnWorkerFixture } from "../helpers/worker-fixture.js";
+import { spawnWorkerFixture, withSurvivor } from "../helpers/worker-fixture.js";
 
 // docs/architecture.md §6: a worker killed mid-batch applies nothing twice and leaves nothing stuck; attempts are
 // counted durably, so an event that kills its process in every batch goes dead and its neighbours still settle.
@@ -62,31 +61,14 @@ test("a worker process killed with SIGKILL mid-batch: the batch rolls back, ever
   for (const row of await rows("mid")) assert.deepEqual([row.status, row.attempts], ["pending", 1]);
   assert.deepEqual(await writes("mid"), new Map());
 
-  const pool = createPool({ connectionString: t.url, role: "work", max: 3 });
-  const worker = startWorker({
-    pool,
-    connectionString: t.url,
-    ledger: t.ledger,
-    handlers: new Handlers().on("kill", "*", async (ctx) => {
-      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'survivor')`, [
-        ctx.event.id,
-      ]);
-    }),
-    log: silentLogger(),
-    concurrency: 2,
-    pollIntervalMs: 100,
-  });
-  try {
+  await withSurvivor(t, async () => {
     await waitFor(
       "the killed batch's events settled",
       async () => (await rows("mid")).every((r) => r.status === "settled"),
       60_000,
     );
     assert.ok(Date.now() - killedAt < 60_000);
-  } finally {
-    await worker.stop(10_000);
-    await pool.end();
-  }
+  });
   const settled = await rows("mid");
   for (const row of settled) assert.deepEqual([row.outcome, row.attempts], ["applied", 2], row.dedupe_key);
   // Their last attempt ended unrecorded, so each ran alone: twenty batches, twenty transactions.
@@ -162,30 +144,13 @@ test("a handler that commits its batch's transaction, then its process exits: th
   assert.deepEqual(await writes("armed"), new Map(ran.map((id) => [id, ["child"]])));
   for (const row of await rows("armed")) assert.deepEqual([row.status, row.attempts], ["pending", 1]);
 
-  const pool = createPool({ connectionString: t.url, role: "work", max: 3 });
-  const worker = startWorker({
-    pool,
-    connectionString: t.url,
-    ledger: t.ledger,
-    handlers: new Handlers().on("kill", "*", async (ctx) => {
-      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'survivor')`, [
-        ctx.event.id,
-      ]);
-    }),
-    log: silentLogger(),
-    concurrency: 2,
-    pollIntervalMs: 100,
-  });
-  try {
+  await withSurvivor(t, async () => {
     await waitFor(
       "every event ended",
       async () => (await rows("armed")).every((r) => ["settled", "dead"].includes(r.status)),
       60_000,
     );
-  } finally {
-    await worker.stop(10_000);
-    await pool.end();
-  }
+  });
   const ledger = new Map((await rows("armed")).map((r) => [r.dedupe_key, r]));
   for (const id of ran) {
     const row = ledger.get(id);

@@ -1,13 +1,9 @@
 import assert from "node:assert/strict";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { after, before, test } from "node:test";
-import { createPool } from "hookledger";
-import { silentLogger } from "hookledger";
-import { Handlers } from "hookledger";
-import { startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
-import { spawnWorkerFixture } from "../helpers/worker-fixture.js";
+import { spawnWorkerFixture, withSurvivor } from "../helpers/worker-fixture.js";
 
 let t: TestLedger;
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -55,27 +51,14 @@ test("a worker process killed with SIGKILL mid-transaction → the event is appl
   assert.deepEqual(await child.exited, { code: null, signal: "SIGKILL" });
   const killedAt = Date.now();
 
-  const pool = createPool({ connectionString: t.url, role: "work", max: 3 });
-  const worker = startWorker({
-    pool,
-    connectionString: t.url,
-    ledger: t.ledger,
-    handlers: new Handlers().on("kill", "*", async (ctx) => {
-      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'survivor')`, [
-        ctx.event.id,
-      ]);
-    }),
-    log: silentLogger(),
-    concurrency: 2,
-    pollIntervalMs: 200,
-  });
-  try {
-    await waitFor("k_1 settled", async () => (await event("k_1"))?.status === "settled", 60_000);
-    assert.ok(Date.now() - killedAt < 60_000);
-  } finally {
-    await worker.stop(10_000);
-    await pool.end();
-  }
+  await withSurvivor(
+    t,
+    async () => {
+      await waitFor("k_1 settled", async () => (await event("k_1"))?.status === "settled", 60_000);
+      assert.ok(Date.now() - killedAt < 60_000);
+    },
+    200,
+  );
   // The killed transaction's insert was rolled back; its attempt was counted when it was picked.
   assert.deepEqual(await event("k_1"), {
     status: "settled",

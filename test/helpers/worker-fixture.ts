@@ -1,5 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { createPool, Handlers, silentLogger, startWorker } from "hookledger";
 import { type TestLedger, waitFor } from "./db.js";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/worker-process.ts", import.meta.url));
@@ -56,4 +57,38 @@ export function spawnWorkerFixture(
         60_000,
       ),
   };
+}
+
+/**
+ * Runs a worker in this process on `t`'s ledger (two slots) whose handler writes each "kill" event into the test's
+ * `applied` table as `survivor`, until `until` resolves (it should wait with a timeout), then stops it.
+ *
+ * @example
+ * await withSurvivor(t, () => waitFor("settled", async () => (await rows()).every(settled), 60_000));
+ */
+export async function withSurvivor(
+  t: TestLedger,
+  until: () => Promise<void>,
+  pollIntervalMs = 100,
+): Promise<void> {
+  const pool = createPool({ connectionString: t.url, role: "work", max: 3 });
+  const worker = startWorker({
+    pool,
+    connectionString: t.url,
+    ledger: t.ledger,
+    handlers: new Handlers().on("kill", "*", async (ctx) => {
+      await ctx.tx.query(`insert into "${t.schema}".applied (event_id, worker) values ($1, 'survivor')`, [
+        ctx.event.id,
+      ]);
+    }),
+    log: silentLogger(),
+    concurrency: 2,
+    pollIntervalMs,
+  });
+  try {
+    await until();
+  } finally {
+    await worker.stop(10_000);
+    await pool.end();
+  }
 }
