@@ -33,6 +33,21 @@ const armText = (ledger: LedgerContext) =>
   `update ${ledger.s}.batch_marks set armed = armed | (1::bigint << ($2::int - 1))
 where batch = $1::bigint and xid = pg_current_xact_id()::text::bigint`;
 
+/**
+ * SQL that is true when the event row `alias` of schema `quotedSchema` is stamped with an attempt whose arm is
+ * marked in a row of `batch_marks` this statement can see: committed, so its writes may be durable without its
+ * settle (or, inside the batch's own transaction, armed and not rolled back to its savepoint).
+ *
+ * @example
+ * `select ${markedSql(ledger.s, "e")} as armed from ${ledger.s}.events e where …`
+ */
+export function markedSql(quotedSchema: string, alias: string): string {
+  // CASE, not AND: the probe runs only for a stamped row, never for each fresh row the pick walks.
+  return `case when ${alias}.attempt_started_at is null or ${alias}.attempt_slot is null then false else exists (
+    select 1 from ${quotedSchema}.batch_marks m where m.batch = ${alias}.attempt_batch
+      and m.armed & (1::bigint << (${alias}.attempt_slot - 1)) <> 0) end`;
+}
+
 const BATCH_ID = /^[0-9]{1,19}$/;
 
 /**

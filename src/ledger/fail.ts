@@ -1,17 +1,22 @@
+import { BATCH_ENDED, markedSql } from "./arm.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 
 // The attempt was counted when it was picked (pick.ts): recording its failure only closes it. The error goes into
 // the attempt history (attempt_errors, migration 012) when the record closes the attempt: its stamp was still on
-// the row (the pick's).
+// the row (the pick's). A failure recorded after the batch's transaction ended (a handler timeout) finds the
+// event's arm committed when a handler committed that transaction itself without the status check seeing it
+// (`commit; begin` in one string, arm.ts): its writes may be there, so the event is dead, never retried, and its
+// last_error says why ($8), unless the caller asked for it dead with its own reason.
 const failSql = statement(
   "fail",
   (s) => `with before as (
-  select attempt_started_at is not null as closes
-  from ${s}.events where source = $1::text and dedupe_key = $2::text
+  select attempt_started_at is not null as closes, ${markedSql(s, "e")} as armed
+  from ${s}.events e where source = $1::text and dedupe_key = $2::text
 ), failed as (
   update ${s}.events
-  set last_error = $3::text,
-      status = case when $6::boolean or attempts >= $4::int then 'dead' else 'failed' end,
+  set last_error = case when (select armed from before) and not $6::boolean then $8::text else $3::text end,
+      status = case when $6::boolean or attempts >= $4::int or (select armed from before) then 'dead'
+        else 'failed' end,
       next_attempt_at = now() + $5::int * interval '1 millisecond',
       attempt_started_at = null
   where source = $1::text and dedupe_key = $2::text
@@ -33,7 +38,7 @@ export type FailedStatus = "failed" | "dead";
  * after `retryInMs`, or dead once `maxAttempts` attempts are spent (or at once with `dead`, when retrying could
  * apply it twice). Only a pending or failed row still at that attempt is touched: a failure recorded late, outside
  * the attempt's transaction (a handler timeout, a failed commit), never overwrites a settle, a death or a newer
- * attempt.
+ * attempt; one that finds the attempt's arm committed (arm.ts) makes the event dead.
  *
  * @returns the new status, or `undefined` when the row was missing or had moved on.
  * @example
@@ -62,6 +67,7 @@ export async function failEvent(
       Math.round(input.retryInMs),
       input.dead ?? false,
       input.attempts,
+      BATCH_ENDED,
     ],
   });
   return result.rows[0]?.status;

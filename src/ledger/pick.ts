@@ -1,5 +1,5 @@
 import type { PoolClient } from "../db/pool.js";
-import { BATCH_ENDED } from "./arm.js";
+import { BATCH_ENDED, markedSql } from "./arm.js";
 import { type LedgerContext, statement } from "./context.js";
 import type { ArrivedVia } from "./claim.js";
 
@@ -103,9 +103,7 @@ const countSql = statement(
   select source, dedupe_key, next_attempt_at, attempt_started_at is not null as unrecorded, attempt_batch,
     attempt_slot, armed, attempt_started_at is not null and (attempts >= $1::int or armed) as exhausted
   from ${s}.events,
-    lateral (select case when attempt_started_at is null then false else exists (
-      select 1 from ${s}.batch_marks m
-      where m.batch = attempt_batch and m.armed & (1::bigint << (attempt_slot - 1)) <> 0) end as armed) a
+    lateral (select ${markedSql(s, "events")} as armed) a
   where status in ('pending', 'failed') and next_attempt_at <= now()
     and case when entity_type is null or entity_id is null then true else ${entityFree(s)} end
   order by next_attempt_at

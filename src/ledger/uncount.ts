@@ -1,4 +1,4 @@
-import { BATCH_ENDED } from "./arm.js";
+import { BATCH_ENDED, markedSql } from "./arm.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 import type { CountedKey } from "./pick.js";
 
@@ -11,9 +11,7 @@ import type { CountedKey } from "./pick.js";
 const uncountSql = statement(
   "uncount",
   (s) => `with k as (
-  select e.source, e.dedupe_key, u.attempts, coalesce(e.attempt_slot between 1 and 64 and exists (
-    select 1 from ${s}.batch_marks m
-    where m.batch = e.attempt_batch and m.armed & (1::bigint << (e.attempt_slot - 1)) <> 0), false) as armed
+  select e.source, e.dedupe_key, u.attempts, ${markedSql(s, "e")} as armed
   from unnest($1::text[], $2::text[], $3::int[]) as u (source, dedupe_key, attempts)
   join ${s}.events e on e.source = u.source and e.dedupe_key = u.dedupe_key
 ), ended as (

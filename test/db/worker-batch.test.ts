@@ -204,6 +204,37 @@ for (const [ending, sql] of Object.entries(ENDINGS)) {
   });
 }
 
+// The string `commit; begin` leaves the connection in a transaction, so the status check cannot see the commit; the
+// handler then hangs past its timeout. The timeout's failure must not make a retry of what that commit made durable.
+test("a handler that commits its batch's transaction and begins another, then hangs past its timeout: it and the events before it are dead, applied once; the events after it settle", async () => {
+  const ids = await claim("reopenhung", 6);
+  const culprit = "reopenhung_02";
+  const handlers = new Handlers().on("reopenhung", "*", async (ctx) => {
+    await write(ctx, "before");
+    if (ctx.event.id !== culprit) return;
+    await ctx.tx.query("/* x */ commit; begin");
+    await sleep(2000);
+  });
+  await withWorker(handlers, { handlerTimeoutMs: 300, retry: { baseDelayMs: 50, maxDelayMs: 50 } }, () =>
+    waitFor("every event ended", async () =>
+      [...(await rows("reopenhung")).values()].every((r) => ["settled", "dead"].includes(r.status)),
+    ),
+  );
+  const ledger = await rows("reopenhung");
+  for (const id of ids.slice(0, 3))
+    assert.deepEqual([ledger.get(id)?.status, ledger.get(id)?.attempts], ["dead", 1], id);
+  for (const id of ids.slice(3)) {
+    assert.deepEqual(
+      [ledger.get(id)?.status, ledger.get(id)?.outcome, ledger.get(id)?.attempts],
+      ["settled", "applied", 1],
+      id,
+    );
+  }
+  const applied = await writes("reopenhung");
+  for (const id of ids) assert.deepEqual(applied.get(id), ["before"], id);
+  assert.equal(await marks(), 0);
+});
+
 test("a batch's time budget: no event starts after it, the rest are given back uncounted and settle in later batches", async () => {
   const ids = await claim("budget", 24);
   const handlers = new Handlers().on("budget", "*", async (ctx) => {
