@@ -4,6 +4,7 @@ import { MissingPackageError } from "../optional.js";
 import type { Command, CommandIO } from "./commands/types.js";
 import { CliError, explainDatabaseFailures } from "./errors.js";
 import { logFormatFromEnv } from "../log.js";
+import { capOldGeneration } from "./old-generation.js";
 import { capYoungGeneration } from "./young-generation.js";
 
 const HELP = `hookledger: exactly-once, in-order webhook processing on Postgres
@@ -32,7 +33,8 @@ Options:
 Environment: DATABASE_URL, PORT, HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_REPLAY_TOKEN, REDIS_URL, LOG_LEVEL,
   LOG_FORMAT, HOOKLEDGER_EMBEDDED_PORT, HOOKLEDGER_TRUST_PROXY; ADMIN_PORT and ADMIN_HOST (serve: /metrics, /healthz,
   /readyz and /dashboard/, default 127.0.0.1 on the next port); HOOKLEDGER_DASHBOARD_TOKEN (the dashboard's user admin); METRICS_PORT (worker: serve /metrics, /healthz and /readyz on this port);
-  HOOKLEDGER_SEMI_SPACE_MB (serve, worker: V8's young generation cap on Node 22.15+, default 8, 0 = node's own)
+  HOOKLEDGER_SEMI_SPACE_MB (serve, worker: V8's young generation cap on Node 22.15+, default 8, 0 = node's own);
+  HOOKLEDGER_HEAP_GROWING_PERCENT (serve, worker: V8's old generation growth cap, default 30, 0 = V8's own)
 
 Examples:
   hookledger serve                          # the demo on an embedded Postgres
@@ -88,6 +90,7 @@ async function main(argv: string[]): Promise<number> {
     throw new CliError((error as Error).message, 2);
   }
   capYoungGeneration(first);
+  capOldGeneration(first);
   const module = (await import(`./commands/${first}.js`).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes(`commands/${first}.js`)) {
       throw new CliError(`${first} is missing from this build of hookledger; reinstall the package`);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -64,6 +64,11 @@ test("npm install <tarball> without the optional peers installs none of them and
     (name) => name !== "pino-pretty" && existsSync(join(app.dir, "node_modules", name)),
   );
   assert.deepEqual(installed, []);
+});
+
+test("npm install <tarball> brings no type packages: @types/pg is an optional peer, not @types/node's 2.8 MB for everyone", () => {
+  const types = join(app.dir, "node_modules", "@types");
+  assert.deepEqual(existsSync(types) ? readdirSync(types) : [], []);
 });
 
 test("every subpath of package.json exports imports in the app, with every name its entry file exports", async () => {
@@ -149,7 +154,7 @@ export const isMissing = (error: unknown): boolean => error instanceof MissingPa
     files: ["user.ts"],
   };
   await writeFile(join(app.dir, "tsconfig.json"), JSON.stringify(tsconfig));
-  // A TypeScript user of a Node library has @types/node (here @types/pg, a dependency, brings it already).
+  // A TypeScript user of a Node library has @types/node; the install brought none (no @types/pg either).
   const nodeTypes = join(app.dir, "node_modules", "@types", "node");
   if (!existsSync(nodeTypes)) {
     await mkdir(join(app.dir, "node_modules", "@types"), { recursive: true });

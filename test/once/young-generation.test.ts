@@ -111,3 +111,14 @@ test("hookledger serve with HOOKLEDGER_SEMI_SPACE_MB=lots exits 2 naming the var
   );
   assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
 });
+
+test("hookledger serve with HOOKLEDGER_HEAP_GROWING_PERCENT=lots exits 2 naming the variable and what it takes", async () => {
+  const env = { ...process.env, DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: schema, PORT: "0" };
+  const r = await runCli(["serve"], { env: { ...env, HOOKLEDGER_HEAP_GROWING_PERCENT: "lots" } });
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(
+    r.stderr,
+    /HOOKLEDGER_HEAP_GROWING_PERCENT must be a whole number of percent from 1 to 1000, or 0 .*got 'lots'/,
+  );
+  assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
+});

@@ -29,7 +29,8 @@ Options:
 Environment: DATABASE_URL, PORT, HOST, ADMIN_PORT, ADMIN_HOST, HOOKLEDGER_SCHEMA, HOOKLEDGER_MODE, HOOKLEDGER_DASHBOARD_TOKEN,
   HOOKLEDGER_REPLAY_TOKEN, HOOKLEDGER_TRUST_PROXY (count failed verifications per X-Forwarded-For: only behind a
   proxy), REDIS_URL, LOG_LEVEL, LOG_FORMAT (json | pretty), HOOKLEDGER_EMBEDDED_PORT (the demo's embedded Postgres),
-  HOOKLEDGER_SEMI_SPACE_MB (V8's young generation, Node 22.15+: default 8, 0 keeps node's own)
+  HOOKLEDGER_SEMI_SPACE_MB (V8's young generation, Node 22.15+: default 8, 0 keeps node's own),
+  HOOKLEDGER_HEAP_GROWING_PERCENT (V8's old generation growth between full collections: default 30, 0 keeps V8's own)
 
 Examples:
   hookledger serve                                   # the demo on an embedded Postgres

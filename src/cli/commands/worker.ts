@@ -22,7 +22,8 @@ Options:
 
 Environment: DATABASE_URL, HOOKLEDGER_SCHEMA, LOG_LEVEL, LOG_FORMAT; METRICS_PORT serves /metrics, /healthz and /readyz on
   this port (0 picks a free one; "hookledger worker metrics on URL" goes to stderr); HOOKLEDGER_SEMI_SPACE_MB (V8's
-  young generation, Node 22.15+: default 8, 0 keeps node's own)
+  young generation, Node 22.15+: default 8, 0 keeps node's own); HOOKLEDGER_HEAP_GROWING_PERCENT (V8's old
+  generation growth between full collections: default 30, 0 keeps V8's own)
 
 Examples:
   DATABASE_URL=postgres://… hookledger worker --config ./hookledger.config.mjs
