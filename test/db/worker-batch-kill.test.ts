@@ -166,6 +166,16 @@ test("a handler that commits its batch's transaction, then its process exits: th
       ...notRun.map((id): [string, string[]] => [id, ["survivor"]]),
     ]),
   );
+  // Each death is in the attempt history, under the attempt the handler's commit ended (the events after it have
+  // their own record: an attempt that ended unrecorded).
+  const { rows: history } = await t.pool.query<{ dedupe_key: string; attempt: number }>(
+    `select dedupe_key, attempt from ${t.ledger.s}.attempt_errors
+     where dedupe_key like 'armed\\_%' and error like 'a handler of its batch ended%' order by 1`,
+  );
+  assert.deepEqual(
+    history.map((h) => [h.dedupe_key, h.attempt]),
+    ran.map((id) => [id, 1]),
+  );
   // The batch's row of marks went with the last event it marked.
   const { rows: marks } = await t.pool.query(`select count(*)::int as n from "${t.schema}".batch_marks`);
   assert.deepEqual(marks, [{ n: 0 }]);

@@ -199,6 +199,16 @@ for (const [ending, sql] of Object.entries(ENDINGS)) {
       );
       assert.deepEqual(applied.get(id), ["before"], id);
     }
+    // Each event made dead is in the attempt history, under its one attempt.
+    const { rows: history } = await t.pool.query<{ dedupe_key: string; attempt: number }>(
+      `select dedupe_key, attempt from ${t.ledger.s}.attempt_errors
+       where dedupe_key like $1 and error like 'a handler of its batch ended%' order by 1`,
+      [`${source}\\_%`],
+    );
+    assert.deepEqual(
+      history.map((h) => [h.dedupe_key, h.attempt]),
+      ending === "rollback" ? [] : before.map((id) => [id, 1]),
+    );
     // The committed row of marks went once its events were made dead.
     assert.equal(await marks(), 0);
   });
