@@ -87,8 +87,8 @@ const UNRECORDED =
 // handler runs, so an attempt that never records an outcome (its process died) still counts and the event is not
 // due again at once. A stamp left by the previous attempt means it ended unrecorded: noted in last_error, or dead if
 // it was the last (exhausted: marked dead, never run), or if its arm was committed (a handler of its batch
-// committed the transaction itself, and this event's writes may be there: dead with BATCH_ENDED, $8; its bit is
-// cleared, and its batch's row deleted with the last one). Such an event runs alone, because its batch may have
+// committed the transaction itself, and this event's writes may be there: dead with BATCH_ENDED, $8; the batch's row
+// of marks is then forgotten by forgetMarks, unmark.ts). Such an event runs alone, because its batch may have
 // died with it: a handler that ends its process takes every event of its batch down, and batching them together
 // again would spend all their attempts on one poison event. The oldest runnable event decides: unrecorded, it is
 // counted alone; otherwise the batch is every recorded one, and unrecorded ones further back wait until they are the
@@ -100,8 +100,8 @@ const UNRECORDED =
 const countSql = statement(
   "pick",
   (s) => `with due as (
-  select source, dedupe_key, next_attempt_at, attempt_started_at is not null as unrecorded, attempt_batch,
-    attempt_slot, armed, attempt_started_at is not null and (attempts >= $1::int or armed) as exhausted
+  select source, dedupe_key, next_attempt_at, attempt_started_at is not null as unrecorded, armed,
+    attempt_started_at is not null and (attempts >= $1::int or armed) as exhausted
   from ${s}.events,
     lateral (select ${markedSql(s, "events")} as armed) a
   where status in ('pending', 'failed') and next_attempt_at <= now()
@@ -138,14 +138,6 @@ returning e.source, e.dedupe_key, e.event_type, e.received_at, e.attempts, chose
   select source, dedupe_key, case when exhausted then attempts else attempts - 1 end, last_error
   from counted where unrecorded
   on conflict do nothing
-), spent as (
-  select attempt_batch as batch, bit_or(1::bigint << (attempt_slot - 1)) as bits from due where armed
-  group by attempt_batch
-), unmarked as (
-  update ${s}.batch_marks m set armed = m.armed & ~spent.bits
-  from spent where m.batch = spent.batch and m.armed & ~spent.bits <> 0
-), emptied as (
-  delete from ${s}.batch_marks m using spent where m.batch = spent.batch and m.armed & ~spent.bits = 0
 )
 select source, dedupe_key, event_type, received_at, attempts, exhausted, armed, attempt_batch::text as batch,
   attempt_slot as slot

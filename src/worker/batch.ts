@@ -10,6 +10,7 @@ import {
 import { type CountedKey, countAttempts } from "../ledger/pick.js";
 import { lockAttempts } from "../ledger/pick-lock.js";
 import { type BatchEnd, settleAttempts } from "../ledger/settle.js";
+import { forgetMarks } from "../ledger/unmark.js";
 import { type AttemptDeps, logFields, recordFailure, reportAttempt } from "./attempt.js";
 import {
   type Batch,
@@ -82,6 +83,11 @@ export async function runBatch(deps: AttemptDeps, limit: number): Promise<BatchR
       );
       reportAttempt(deps, key, started, "dead");
     }
+    await forgetMarks(
+      client,
+      deps.ledger,
+      counted.filter((k) => k.armed).map((k) => k.batch),
+    );
     const keys = counted.filter((k) => !k.exhausted);
     if (keys.length === 0) return { counted: counted.length, ran: 0, budgetCut: false };
     const run = await runCounted(deps, conn, keys, started);

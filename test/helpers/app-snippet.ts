@@ -70,6 +70,14 @@ export async function checkStripeApp(args: readonly string[], options: { cwd?: s
     const newer = event("evt_snip_2", now - 10, "active");
     assert.deepEqual(await post(newer), { status: 200, body: { status: "accepted", id: "evt_snip_2" } });
     assert.equal((await post(newer)).body.status, "duplicate");
+    // The older event once the newer one settled: claimed while both wait, two worker slots may run them in either
+    // order, and the guard then applies both (the entity's final state is the same either way).
+    await waitFor("the newer event to settle", async () => {
+      const { rows } = await admin.query(
+        `select count(*)::int as n from "${schema}".events where status = 'settled'`,
+      );
+      return rows[0].n === 1;
+    });
     assert.equal((await post(event("evt_snip_1", now - 20, "past_due"))).body.status, "accepted");
     await waitFor("both events to settle", async () => {
       const { rows } = await admin.query(
