@@ -83,10 +83,13 @@ export async function runBatch(deps: AttemptDeps, limit: number): Promise<BatchR
       );
       reportAttempt(deps, key, started, "dead");
     }
+    // A row of marks left behind marks only events no longer stamped (unmark.ts): its failure never stops the batch.
     await forgetMarks(
       client,
       deps.ledger,
       counted.filter((k) => k.armed).map((k) => k.batch),
+    ).catch((error: unknown) =>
+      deps.log.warn({ err: (error as Error).message }, "could not delete a batch's row of marks"),
     );
     const keys = counted.filter((k) => !k.exhausted);
     if (keys.length === 0) return { counted: counted.length, ran: 0, budgetCut: false };
