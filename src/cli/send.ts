@@ -47,13 +47,16 @@ export function demoSamples(): Sample[] {
   return [
     created,
     { ...created, label: "the same event again (provider retry)" },
-    stripeSample(
-      "upgrade, newer (t+20 s)",
-      `evt_${run}_3`,
-      "customer.subscription.updated",
-      t + 20,
-      sub("active", "price_pro"),
-    ),
+    {
+      ...stripeSample(
+        "upgrade, newer (t+20 s)",
+        `evt_${run}_3`,
+        "customer.subscription.updated",
+        t + 20,
+        sub("active", "price_pro"),
+      ),
+      settleBeforeNext: true,
+    },
     stripeSample(
       "older update, arrives last (t+10 s)",
       `evt_${run}_2`,
