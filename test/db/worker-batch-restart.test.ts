@@ -16,7 +16,7 @@ import {
 import { type Cluster, startCluster } from "../../chaos/cluster.js";
 import { waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
-import { freePort } from "../helpers/net.js";
+import { serverPort } from "../helpers/net.js";
 
 // docs/architecture.md §6: a database restart under load loses nothing and applies nothing twice. The cluster is
 // this test's own (the chaos suite's helper), since it is restarted with every backend killed at once.
@@ -30,7 +30,7 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), "hookledger-batch-restart-"));
   // As root the server runs as the postgres user, which must reach its data directory.
   await chmod(dir, 0o755);
-  cluster = await startCluster(dir, await freePort());
+  cluster = await startCluster(dir, await serverPort());
   admin = createPool({ connectionString: cluster.url, role: "admin", max: 2 });
   await migrate(admin, ledger.schema);
   await admin.query(`create table ${ledger.s}.applied (event_id text not null)`);

@@ -10,3 +10,20 @@ export function freePort(): Promise<number> {
     server.on("error", reject);
   });
 }
+
+/**
+ * A free port below Linux's ephemeral range (32768–60999), for a server another process starts later (an embedded
+ * or a test's own Postgres). A port from {@link freePort} comes from that range, where any test's outgoing
+ * connection or `listen(0)` may take it before the server binds it.
+ */
+export async function serverPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer()
+        .once("error", () => resolve(false))
+        .listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}

@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { createPool } from "hookledger";
 import { testDatabaseUrl } from "../helpers/db.js";
 import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
-import { freePort } from "../helpers/net.js";
+import { serverPort } from "../helpers/net.js";
 
 const { dirs, schemas } = cleanupAfter();
 async function tempDir(): Promise<string> {
@@ -116,7 +116,7 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: "0",
-    HOOKLEDGER_EMBEDDED_PORT: String(await freePort()),
+    HOOKLEDGER_EMBEDDED_PORT: String(await serverPort()),
   };
   delete env.DATABASE_URL;
   delete env.HOOKLEDGER_SCHEMA;
@@ -158,6 +158,28 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
     false,
     "the embedded server stopped",
   );
+});
+
+test("hookledger serve names the embedded Postgres's own reason when it does not start", async () => {
+  const dir = await tempDir();
+  await chmod(dir, 0o755);
+  // A data directory without its configuration: the server exits at once, before it listens.
+  await mkdir(join(dir, ".hookledger", "pg"), { recursive: true });
+  await writeFile(join(dir, ".hookledger", "pg", "PG_VERSION"), "9.6\n");
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: "0",
+    HOOKLEDGER_EMBEDDED_PORT: String(await serverPort()),
+  };
+  delete env.DATABASE_URL;
+  delete env.HOOKLEDGER_SCHEMA;
+  const served = await runCli(["serve"], { env, cwd: dir });
+  assert.notEqual(served.code, 0, served.stdout);
+  assert.match(
+    served.stderr,
+    /the embedded Postgres did not start on port \d+: [^\n]*postgresql\.conf[^\n]*\. Set database\.embeddedPort/,
+  );
+  assert.doesNotMatch(served.stderr, /is the port taken/);
 });
 
 test("the README's example hookledger.config.mjs loads, validates and migrates", async () => {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
 import { testDatabaseUrl } from "../helpers/db.js";
-import { freePort } from "../helpers/net.js";
+import { freePort, serverPort } from "../helpers/net.js";
 
 const { dirs, schemas } = cleanupAfter();
 
@@ -39,7 +39,7 @@ test("serve and migrate refuse a config whose database.url names an unset DATABA
   await writeFile(join(dir, "hookledger.config.mjs"), STRIPE_CONFIG);
   const env = cleanEnv({
     HL_TEST_STRIPE_SECRET: "whsec_x",
-    HOOKLEDGER_EMBEDDED_PORT: String(await freePort()),
+    HOOKLEDGER_EMBEDDED_PORT: String(await serverPort()),
   });
   for (const command of ["serve", "migrate", "worker", "stats"]) {
     for (const value of [undefined, ""]) {

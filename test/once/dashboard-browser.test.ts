@@ -9,7 +9,7 @@ import type { Browser, Page } from "playwright-core";
 import { browserSkipped, launchChromium, watchPage } from "../helpers/browser.js";
 import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
-import { freePort } from "../helpers/net.js";
+import { freePort, serverPort } from "../helpers/net.js";
 
 // The dashboard in a real browser: Debian's headless Chromium driven by playwright-core. The demo as a user runs
 // it (`hookledger serve` on the embedded Postgres, `hookledger send`, the printed URL), then a service with a
@@ -356,7 +356,7 @@ test("hookledger serve without DATABASE_URL, then hookledger send: the printed d
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: String(await freePort()),
-    HOOKLEDGER_EMBEDDED_PORT: String(await freePort()),
+    HOOKLEDGER_EMBEDDED_PORT: String(await serverPort()),
   };
   for (const name of ["DATABASE_URL", "HOOKLEDGER_SCHEMA", "HOOKLEDGER_DASHBOARD_TOKEN"]) delete env[name];
   const serve = startCli(["serve"], { env, cwd: dir });

@@ -5,7 +5,7 @@ import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { BIN } from "../helpers/cli.js";
-import { freePort } from "../helpers/net.js";
+import { freePort, serverPort } from "../helpers/net.js";
 
 const dirs: string[] = [];
 after(async () => {
@@ -26,7 +26,7 @@ test("as root in a 0700 directory, hookledger serve without DATABASE_URL keeps t
       ...env,
       PORT: String(await freePort()),
       ADMIN_PORT: String(await freePort()),
-      HOOKLEDGER_EMBEDDED_PORT: String(await freePort()),
+      HOOKLEDGER_EMBEDDED_PORT: String(await serverPort()),
     },
   });
   let output = "";
