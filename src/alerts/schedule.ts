@@ -1,4 +1,4 @@
-import type { Pool } from "../db/pool.js";
+import type { Pool, PoolClient } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 import { type RetryPolicy, retryDelay } from "../worker/backoff.js";
@@ -125,24 +125,42 @@ function loop(everyMs: number, signal: AbortSignal, step: () => Promise<boolean>
 
 async function evaluate(options: AlertsOptions, destinations: readonly string[]): Promise<number> {
   const { pool, ledger, log } = options;
+  let client: PoolClient | undefined;
+  let broken: Error | undefined;
   try {
-    // The database's clock orders evaluations of all instances (state.ts).
-    const { rows } = await pool.query<{ at: Date }>("select clock_timestamp() as at");
+    client = await pool.connect();
+    // Evaluations of all instances take turns, and each measures after the previous one committed: an evaluation
+    // that read its clock first but measured last (a slow query) would otherwise carry the newest time and the
+    // oldest view, and undo a newer one's change (CI once saw a second episode resolved and fired again, five
+    // instances racing). The database's clock, read under the lock, then orders them (state.ts).
+    await client.query("begin");
+    const { rows } = await client.query<{ at: Date }>(
+      "select pg_advisory_xact_lock(hashtext('hookledger.alerts'), hashtext($1::text)), clock_timestamp() as at",
+      [ledger.schema],
+    );
     const evaluatedAt = rows[0]?.at ?? new Date();
-    const measurements = await measureRules(pool, ledger, options.rules, options.sources);
+    const measurements = await measureRules(client, ledger, options.rules, options.sources);
     let queued = 0;
+    const changed: typeof measurements = [];
     for (const m of measurements) {
-      const n = await recordMeasurement(pool, ledger, m, evaluatedAt, destinations);
-      if (n > 0) {
-        const fields = { rule: m.rule, source: m.source, value: m.value, threshold: m.threshold };
-        log.info(fields, m.firing ? "alert firing" : "alert resolved");
-      }
+      const n = await recordMeasurement(client, ledger, m, evaluatedAt, destinations);
+      if (n > 0) changed.push(m);
       queued += n;
+    }
+    await client.query("commit");
+    for (const m of changed) {
+      const fields = { rule: m.rule, source: m.source, value: m.value, threshold: m.threshold };
+      log.info(fields, m.firing ? "alert firing" : "alert resolved");
     }
     return queued;
   } catch (error) {
+    await client?.query("rollback").catch((rollbackError: Error) => {
+      broken = rollbackError;
+    });
     log.error({ err: error }, "alerts: evaluation failed; trying again at the next interval");
     return 0;
+  } finally {
+    client?.release(broken);
   }
 }
 
