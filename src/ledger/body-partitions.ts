@@ -89,8 +89,9 @@ export async function dropBodyPartitions(
   for (const part of await dayPartitions(db, ledger)) {
     if (part.end > before) continue;
     try {
-      const live = await db.query<{ source: string; dedupe_key: string; received_at: Date }>(
-        `select b.source, b.dedupe_key, b.received_at from ${ledger.s}.${quoteIdent(part.name)} b
+      // received_at as text: a JS Date keeps milliseconds, and a key with its microseconds cut matches no body.
+      const live = await db.query<{ source: string; dedupe_key: string; received_at: string }>(
+        `select b.source, b.dedupe_key, b.received_at::text as received_at from ${ledger.s}.${quoteIdent(part.name)} b
          join ${ledger.s}.events e
            on e.source = b.source and e.dedupe_key = b.dedupe_key and e.received_at = b.received_at
          limit ${KEEP_LIMIT + 1}`,
