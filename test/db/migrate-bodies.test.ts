@@ -191,6 +191,32 @@ test("runPrune leaves a partition that a reader holds for a later run, and drops
   }
 });
 
+test("runPrune drops a day partition past the horizon and keeps the body of its pending event, received_at to the microsecond", async () => {
+  // Postgres keeps microseconds; a JS Date keeps milliseconds. The partition's live bodies are looked up again by
+  // their received_at, which must come back whole.
+  const at = `${new Date(Date.now() - 30 * DAY).toISOString().slice(0, 10)} 12:00:00.123456+00`;
+  await pool.query(`select ${s}.make_body_partitions($1::timestamptz, 1)`, [at]);
+  await pool.query(
+    `with e as (insert into ${s}.events (source, dedupe_key, event_type, body_sha256, status, received_at)
+       values ('stripe', 'evt_micro', 't', '\\x00', 'pending', $1::timestamptz) returning *)
+     insert into ${s}.event_bodies (source, dedupe_key, received_at, body, payload)
+     select source, dedupe_key, received_at, '\\x7b226964223a317d', '{"id":1}' from e`,
+    [at],
+  );
+  const report = await runPrune(pool, ledger, {
+    sources: [{ name: "stripe" }],
+    olderThanMs: 10 * DAY,
+    tombstonesOlderThanMs: 400 * DAY,
+    force: true,
+  });
+  assert.ok(
+    report.partitionsDropped.includes(`event_bodies_${at.slice(0, 10).replaceAll("-", "")}`),
+    JSON.stringify(report.partitionsDropped),
+  );
+  const event = await getEvent(pool, ledger, "stripe", "evt_micro");
+  assert.deepEqual(event?.payload, { id: 1 }, "the pending event's body survived its partition");
+});
+
 test("migration 011: bodies and payloads of every partition, and of partitions made later, compress with lz4", async (t) => {
   const { rows: lz4 } = await pool.query(
     "select 'lz4' = any(enumvals) as ok from pg_settings where name = 'default_toast_compression'",
