@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { dropBodyPartitions, makeBodyPartitions, oldBodiesEnd } from "../ledger/body-partitions.js";
 import type { LedgerContext, Queryable } from "../ledger/context.js";
 import { countPrunable, expireTombstones, pruneBatch } from "../ledger/prune.js";
@@ -18,6 +19,14 @@ export interface PruneOptions {
   readonly tombstonesOlderThanMs: number;
   /** Rows per statement. @defaultValue 1000 */
   readonly batchSize?: number;
+  /**
+   * The share of wall time the prune's statements may take, from above 0 to 1: after a batch that took `t` ms it
+   * waits `t × (1 − duty) ÷ duty` ms, so that a prune on a live ledger leaves Postgres to the claims and the worker
+   * between its batches (README.md, "Prune"). `1` runs the batches back to back.
+   * @defaultValue 0.5
+   * @example runPrune(pool, ledger, { ...options, duty: 0.25 }) // a quarter of the time, four times as long
+   */
+  readonly duty?: number;
   /** Count only; delete nothing. */
   readonly dryRun?: boolean;
   /** Prune even sources whose provider's replay window is longer than `olderThanMs`. */
@@ -95,6 +104,7 @@ export async function runPrune(
   const before = new Date(now - options.olderThanMs);
   const tombstonesBefore = new Date(now - options.tombstonesOlderThanMs);
   const limit = options.batchSize ?? 1000;
+  const rest = pacer(options.duty ?? 0.5, options.signal);
   const oldEnd = options.dryRun ? null : await oldBodiesEnd(db, ledger);
   const sources: { source: string; pruned: number }[] = [];
   let total = 0;
@@ -103,8 +113,10 @@ export async function runPrune(
     if (options.dryRun) pruned = await countPrunable(db, ledger, name, before);
     else {
       while (!options.signal?.aborted) {
+        const started = performance.now();
         const batch = await pruneBatch(db, ledger, { source: name, before, limit, oldBodiesEnd: oldEnd });
         if (batch.marked === 0) break;
+        await rest(performance.now() - started);
         pruned += batch.pruned;
         options.onProgress?.({ source: name, pruned: total + pruned, expired: 0 });
       }
@@ -128,8 +140,10 @@ export async function runPrune(
     });
   } else {
     while (!options.signal?.aborted) {
+      const started = performance.now();
       const n = await expireTombstones(db, ledger, { before: tombstonesBefore, limit, sources: names });
       if (n === 0) break;
+      await rest(performance.now() - started);
       expired += n;
       options.onProgress?.({ source: "tombstones", pruned: total, expired });
     }
@@ -142,5 +156,15 @@ export async function runPrune(
     pruned: total,
     tombstonesExpired: expired,
     partitionsDropped,
+  };
+}
+
+// Waits out the rest of a batch's share of time; an abort ends the wait at once (the loop then stops).
+function pacer(duty: number, signal: AbortSignal | undefined): (batchMs: number) => Promise<void> {
+  if (!(duty > 0 && duty <= 1)) throw new RangeError(`duty must be above 0 and at most 1, got ${duty}`);
+  return async (batchMs) => {
+    const ms = (batchMs * (1 - duty)) / duty;
+    if (ms < 1) return;
+    await sleep(ms, undefined, signal ? { signal } : undefined).catch(() => {});
   };
 }

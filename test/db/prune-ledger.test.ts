@@ -79,6 +79,18 @@ test("runPrune of 2,500 rows with batch 1,000 deletes them all in three batches,
   assert.equal((await keys("tombstones", "bulk")).length, 2500);
 });
 
+test("runPrune with duty 0.01 waits 99 times each batch's own time after it; duty out of range is refused", async () => {
+  await seed("paced", ids("p", 500), "settled", 120);
+  const started = performance.now();
+  const report = await prune("paced", 90, { batchSize: 100, duty: 0.01 });
+  const elapsed = performance.now() - started;
+  assert.equal(report.pruned, 500);
+  // Five batches, each of two statements (well over 1 ms), then as much again 99 times: flat out they take ~30 ms.
+  assert.ok(elapsed >= 400, `five paced batches took ${Math.round(elapsed)} ms`);
+  await assert.rejects(prune("paced", 90, { duty: 0 }), /duty must be above 0 and at most 1, got 0/);
+  await assert.rejects(prune("paced", 90, { duty: 1.5 }), /duty must be above 0 and at most 1/);
+});
+
 test("runPrune with dryRun counts and deletes nothing", async () => {
   await seed("dry", ids("d", 5), "settled", 100);
   const report = await prune("dry", 90, { dryRun: true });

@@ -57,6 +57,9 @@ test("hookledger prune without --older-than, or with a bad duration, exits 2 nam
   const bad = await prune("--older-than", "ninety");
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--older-than 'ninety' is not a duration/);
+  const duty = await prune("--older-than", "90d", "--duty", "0");
+  assert.equal(duty.code, 2);
+  assert.match(duty.stderr, /--duty '0' is not a number above 0 and at most 1/);
 });
 
 test("hookledger prune --older-than 7d exits 2 naming stripe, its 30-day window and --force; nothing deleted", async () => {

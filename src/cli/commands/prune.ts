@@ -19,6 +19,8 @@ Options:
   --tombstones-older-than DUR  forget tombstones of events received longer ago (default: the larger of 365d
                                and twice --older-than)
   --batch-size N               rows per statement (default: 1000)
+  --duty F                     share of the time its statements may take, above 0 to 1: it waits between
+                               batches so that claims and the worker keep their share (default: 0.5)
   --dry-run                    count what would go; delete nothing
   --force                      prune inside a provider's replay window
   --json                       print the report as JSON
@@ -52,6 +54,10 @@ export const command: Command = {
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
       throw new CliError(`--batch-size '${values["batch-size"]}' is not a whole number from 1 to 100000`, 2);
     }
+    const duty = values.duty === undefined ? 0.5 : Number(values.duty);
+    if (!(duty > 0 && duty <= 1)) {
+      throw new CliError(`--duty '${values.duty}' is not a number above 0 and at most 1 (e.g. 0.5)`, 2);
+    }
     const db = await openLedger(values.config);
     try {
       const configured = new Map(db.config.sources.map((s) => [s.name, s.provider.name]));
@@ -65,6 +71,7 @@ export const command: Command = {
         olderThanMs,
         tombstonesOlderThanMs,
         batchSize,
+        duty,
         dryRun: values["dry-run"] === true,
         force: values.force === true,
         ...(progress && {
@@ -104,6 +111,7 @@ function parse(args: string[]) {
     "tombstones-older-than": { type: "string" },
     source: { type: "string", multiple: true },
     "batch-size": { type: "string" },
+    duty: { type: "string" },
     "dry-run": { type: "boolean" },
     force: { type: "boolean" },
     json: { type: "boolean" },
