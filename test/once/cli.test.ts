@@ -16,6 +16,13 @@ async function tempDir(): Promise<string> {
   dirs.push(dir);
   return dir;
 }
+
+// No database configured: serve starts an embedded Postgres, on a port of its own.
+async function embeddedEnv(): Promise<NodeJS.ProcessEnv> {
+  const { DATABASE_URL: _url, HOOKLEDGER_SCHEMA: _schema, ...env } = process.env;
+  return { ...env, PORT: "0", HOOKLEDGER_EMBEDDED_PORT: String(await serverPort()) };
+}
+
 const noStack = (text: string) => assert.doesNotMatch(text, /\n\s+at /, "no stack trace");
 
 test("hookledger --help exits 0 and shows the commands with examples", async () => {
@@ -113,13 +120,7 @@ test("hookledger serve without DATABASE_URL runs an embedded Postgres that keeps
   const dir = await tempDir();
   // As root the embedded server runs as the postgres user, which must be able to enter the working directory.
   await chmod(dir, 0o755);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: "0",
-    HOOKLEDGER_EMBEDDED_PORT: String(await serverPort()),
-  };
-  delete env.DATABASE_URL;
-  delete env.HOOKLEDGER_SCHEMA;
+  const env = await embeddedEnv();
   const first = startCli(["serve"], { env, cwd: dir });
   let url: string | undefined;
   try {
@@ -166,13 +167,7 @@ test("hookledger serve names the embedded Postgres's own reason when it does not
   // A data directory without its configuration: the server exits at once, before it listens.
   await mkdir(join(dir, ".hookledger", "pg"), { recursive: true });
   await writeFile(join(dir, ".hookledger", "pg", "PG_VERSION"), "9.6\n");
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: "0",
-    HOOKLEDGER_EMBEDDED_PORT: String(await serverPort()),
-  };
-  delete env.DATABASE_URL;
-  delete env.HOOKLEDGER_SCHEMA;
+  const env = await embeddedEnv();
   const served = await runCli(["serve"], { env, cwd: dir });
   assert.notEqual(served.code, 0, served.stdout);
   assert.match(
