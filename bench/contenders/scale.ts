@@ -270,7 +270,7 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
     await clearRun(ctx.admin, schema);
 
     log(
-      `prune under load: ${options.rate} req/s, \`hookledger prune --older-than ${34 + FILL_DAYS}d\` (about one day of rows)`,
+      `prune under load: ${options.rate} req/s, \`hookledger prune --older-than ${34 + FILL_DAYS}d${ctx.env.pruneDuty === undefined ? "" : ` --duty ${ctx.env.pruneDuty}`}\` (about one day of rows)`,
     );
     const before = await steady(ctx, schema, "scale: steady, before prune", window, options.rate);
     let pruneSeconds = Number.NaN;
@@ -310,6 +310,7 @@ function prune(ctx: RunContext, schema: string, olderThan: string): Promise<void
         olderThan,
         "--source",
         "stripe",
+        ...(ctx.env.pruneDuty === undefined ? [] : ["--duty", ctx.env.pruneDuty]),
         "--config",
         CONFIG(ctx),
       ],

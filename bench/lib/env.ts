@@ -39,6 +39,8 @@ export interface BenchEnv {
   readonly scaleRate: number;
   /** BENCH_SERVE_NODE_FLAGS: node flags for `hookledger serve` alone (a deployment's memory settings). */
   readonly serveNodeFlags: readonly string[];
+  /** BENCH_PRUNE_DUTY: the scale mode's prune `--duty` (unset: the CLI's default). */
+  readonly pruneDuty: string | undefined;
 }
 
 const DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/test";
@@ -83,6 +85,7 @@ export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
     scaleMinutes: whole(environment, "BENCH_SCALE_MINUTES", 30),
     scaleRate: whole(environment, "BENCH_SCALE_RATE", 300),
     serveNodeFlags: (environment.BENCH_SERVE_NODE_FLAGS ?? "").split(/\s+/).filter((f) => f !== ""),
+    pruneDuty: environment.BENCH_PRUNE_DUTY || undefined,
   };
 }
 
