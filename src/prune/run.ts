@@ -21,9 +21,9 @@ export interface PruneOptions {
   readonly batchSize?: number;
   /**
    * The share of wall time the prune's statements may take, from above 0 to 1: after a batch that took `t` ms it
-   * waits `t × (1 − duty) ÷ duty` ms, so that a prune on a live ledger leaves Postgres to the claims and the worker
-   * between its batches (README.md, "Prune"). `1` runs the batches back to back.
-   * @defaultValue 0.5
+   * waits `t × (1 − duty) ÷ duty` ms, leaving Postgres to the claims and the worker between its batches (README.md,
+   * "Prune"). `1` runs the batches back to back.
+   * @defaultValue 1
    * @example runPrune(pool, ledger, { ...options, duty: 0.25 }) // a quarter of the time, four times as long
    */
   readonly duty?: number;
@@ -104,7 +104,7 @@ export async function runPrune(
   const before = new Date(now - options.olderThanMs);
   const tombstonesBefore = new Date(now - options.tombstonesOlderThanMs);
   const limit = options.batchSize ?? 1000;
-  const rest = pacer(options.duty ?? 0.5, options.signal);
+  const rest = pacer(options.duty ?? 1, options.signal);
   const oldEnd = options.dryRun ? null : await oldBodiesEnd(db, ledger);
   const sources: { source: string; pruned: number }[] = [];
   let total = 0;

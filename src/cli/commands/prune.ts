@@ -19,8 +19,8 @@ Options:
   --tombstones-older-than DUR  forget tombstones of events received longer ago (default: the larger of 365d
                                and twice --older-than)
   --batch-size N               rows per statement (default: 1000)
-  --duty F                     share of the time its statements may take, above 0 to 1: it waits between
-                               batches so that claims and the worker keep their share (default: 0.5)
+  --duty F                     share of the time its statements may take, above 0 to 1: below 1 it waits
+                               between batches, leaving Postgres to claims and the worker (default: 1)
   --dry-run                    count what would go; delete nothing
   --force                      prune inside a provider's replay window
   --json                       print the report as JSON
@@ -54,7 +54,7 @@ export const command: Command = {
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
       throw new CliError(`--batch-size '${values["batch-size"]}' is not a whole number from 1 to 100000`, 2);
     }
-    const duty = values.duty === undefined ? 0.5 : Number(values.duty);
+    const duty = values.duty === undefined ? 1 : Number(values.duty);
     if (!(duty > 0 && duty <= 1)) {
       throw new CliError(`--duty '${values.duty}' is not a number above 0 and at most 1 (e.g. 0.5)`, 2);
     }
