@@ -55,13 +55,25 @@ test("a database restart (immediate) while batches run: every event settles, eac
   const total = 300;
   for (let i = 0; i < total; i++) await claimTestEvent(admin, ledger, { source: "restart", id: `r_${i}` });
   const pool = createPool({ connectionString: cluster.url, role: "work", max: 3 });
+  // Once a quarter has settled, the next handler to run opens `underWay` and holds its batch's transaction open
+  // across the restart, so the restart always lands inside a batch (left to timing, it once fell between them).
+  let quarter = false;
+  let opened = false;
+  let open: () => void = () => {};
+  const underWay = new Promise<void>((resolve) => {
+    open = resolve;
+  });
   const worker = startWorker({
     pool,
     connectionString: cluster.url,
     ledger,
     handlers: new Handlers().on("restart", "*", async (ctx) => {
       await ctx.tx.query(`insert into ${ledger.s}.applied (event_id) values ($1)`, [ctx.event.id]);
-      // Batches of about a second, so that the restart lands inside one.
+      if (quarter && !opened) {
+        opened = true;
+        open();
+        await sleep(1000);
+      }
       await sleep(20);
     }),
     log: silentLogger(),
@@ -74,6 +86,8 @@ test("a database restart (immediate) while batches run: every event settles, eac
       async () => (await counts()).settled >= total / 4,
       60_000,
     );
+    quarter = true;
+    await underWay;
     await cluster.restartImmediate();
     await waitFor(
       "every event settled after the restart",
