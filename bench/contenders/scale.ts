@@ -270,7 +270,7 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
     await clearRun(ctx.admin, schema);
 
     log(
-      `prune under load: ${options.rate} req/s, \`hookledger prune --older-than ${34 + FILL_DAYS}d${ctx.env.pruneDuty === undefined ? "" : ` --duty ${ctx.env.pruneDuty}`}\` (about one day of rows)`,
+      `prune under load: ${options.rate} req/s, \`hookledger prune --older-than ${34 + FILL_DAYS}d ${pruneFlags(ctx).join(" ")}\` (about one day of rows)`,
     );
     const before = await steady(ctx, schema, "scale: steady, before prune", window, options.rate);
     let pruneSeconds = Number.NaN;
@@ -299,6 +299,13 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
   }
 }
 
+function pruneFlags(ctx: RunContext): string[] {
+  return [
+    ...(ctx.env.pruneDuty === undefined ? [] : ["--duty", ctx.env.pruneDuty]),
+    ...(ctx.env.pruneBatch === undefined ? [] : ["--batch-size", ctx.env.pruneBatch]),
+  ];
+}
+
 function prune(ctx: RunContext, schema: string, olderThan: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(
@@ -310,7 +317,7 @@ function prune(ctx: RunContext, schema: string, olderThan: string): Promise<void
         olderThan,
         "--source",
         "stripe",
-        ...(ctx.env.pruneDuty === undefined ? [] : ["--duty", ctx.env.pruneDuty]),
+        ...pruneFlags(ctx),
         "--config",
         CONFIG(ctx),
       ],

@@ -41,6 +41,8 @@ export interface BenchEnv {
   readonly serveNodeFlags: readonly string[];
   /** BENCH_PRUNE_DUTY: the scale mode's prune `--duty` (unset: the CLI's default). */
   readonly pruneDuty: string | undefined;
+  /** BENCH_PRUNE_BATCH: the scale mode's prune `--batch-size` (unset: the CLI's default). */
+  readonly pruneBatch: string | undefined;
 }
 
 const DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/test";
@@ -86,6 +88,7 @@ export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
     scaleRate: whole(environment, "BENCH_SCALE_RATE", 300),
     serveNodeFlags: (environment.BENCH_SERVE_NODE_FLAGS ?? "").split(/\s+/).filter((f) => f !== ""),
     pruneDuty: environment.BENCH_PRUNE_DUTY || undefined,
+    pruneBatch: environment.BENCH_PRUNE_BATCH || undefined,
   };
 }
 
