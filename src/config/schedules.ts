@@ -21,6 +21,12 @@ export interface SchedulesConfig {
     readonly every: string;
     /** @defaultValue 1000 */
     readonly batchSize?: number;
+    /**
+     * The share of time the prune's statements may take, above 0 to 1 (see `hookledger prune --duty`).
+     * @defaultValue 1
+     * @example prune: { olderThan: "90d", every: "1d", duty: 0.1 }
+     */
+    readonly duty?: number;
     /** Prune sources whose provider's replay window is longer than `olderThan`. */
     readonly force?: boolean;
   };
@@ -42,6 +48,7 @@ export interface ResolvedSchedules {
     readonly tombstonesOlderThanMs: number;
     readonly everyMs: number;
     readonly batchSize: number;
+    readonly duty: number;
     readonly force: boolean;
   };
   readonly reconcile: readonly { source: string; everyMs: number; sinceMs?: number; apiKey: string }[];
@@ -92,11 +99,24 @@ export function resolveSchedules(
         );
       }
     }
+    const batchSize = p.batchSize ?? 1000;
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
+      problems.push(
+        `schedules.prune.batchSize: ${JSON.stringify(p.batchSize)} is not a whole number from 1 to 100000`,
+      );
+    }
+    const duty = p.duty ?? 1;
+    if (typeof duty !== "number" || !(duty > 0 && duty <= 1)) {
+      problems.push(
+        `schedules.prune.duty: ${JSON.stringify(p.duty)} is not a share of time; write a number above 0 and at most 1, e.g. 0.1`,
+      );
+    }
     prune = {
       olderThanMs,
       tombstonesOlderThanMs,
       everyMs: duration("schedules.prune.every", p.every),
-      batchSize: p.batchSize ?? 1000,
+      batchSize,
+      duty,
       force: p.force ?? false,
     };
   }

@@ -23,6 +23,8 @@ export interface PrunerOptions {
   readonly everyMs: number;
   /** @defaultValue 1000 */
   readonly batchSize?: number;
+  /** The share of time its statements may take (`PruneOptions.duty`). @defaultValue 1 */
+  readonly duty?: number;
   /** Prune even sources whose provider's replay window is longer than `olderThanMs`. */
   readonly force?: boolean;
   readonly log: Logger;
@@ -93,6 +95,7 @@ async function pruneOnce(options: PrunerOptions, signal: AbortSignal): Promise<v
         force: true,
         signal,
         ...(options.batchSize !== undefined && { batchSize: options.batchSize }),
+        ...(options.duty !== undefined && { duty: options.duty }),
       });
       if (report.pruned > 0 || report.tombstonesExpired > 0 || report.partitionsDropped.length > 0) {
         log.info(

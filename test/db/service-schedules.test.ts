@@ -62,6 +62,42 @@ test("startService with schedules.prune prunes settled rows past the horizon on 
   }
 });
 
+test("startService with schedules.prune.duty 0.01 waits between the prune's batches", async () => {
+  const keys = ["evt_paced_1", "evt_paced_2", "evt_paced_3", "evt_paced_4", "evt_paced_5"];
+  await seedEvents(
+    t.pool,
+    t.ledger,
+    keys.map((id) => ({ source: "paced", id, status: "settled", receivedAgo: 40 * 86_400, settledAfter: 1 })),
+  );
+  const left = async () =>
+    Number(
+      (await t.pool.query(`select count(*) as n from ${t.ledger.s}.events where source = 'paced'`)).rows[0].n,
+    );
+  const service = await startService(
+    resolveConfig(
+      {
+        database: { url: t.url, schema: t.schema },
+        sources: [{ name: "paced", provider: "stripe", secrets: ["whsec_x"] }],
+        schedules: { prune: { olderThan: "31d", every: "1h", batchSize: 1, duty: 0.01 } },
+      },
+      {},
+    ),
+    { log: silentLogger(), serve: false, work: true },
+  );
+  try {
+    await waitFor("the first batch", async () => (await left()) < keys.length, 20_000);
+    const first = performance.now();
+    await waitFor("the last batch", async () => (await left()) === 0, 60_000);
+    // A one-row batch is two statements that each commit (and flush WAL): ~10 ms on these machines, surely over
+    // 0.4 ms anywhere, so the four waits after the first batch last 99 times that: ~4 s here, 150 ms at the least.
+    // Back to back the five batches took 58 ms here, counted the same way (50 ms polls).
+    const took = performance.now() - first;
+    assert.ok(took >= 150, `five batches in ${took} ms`);
+  } finally {
+    await service.stop();
+  }
+});
+
 test("startService with schedules.reconcile claims the Stripe events the ledger lacks, as replays", async () => {
   const fake = await startFakeStripe([fakeEvent("evt_rec_missing", 120), fakeEvent("evt_rec_present", 60)]);
   process.env.HOOKLEDGER_STRIPE_API_BASE = fake.url;

@@ -267,7 +267,7 @@ test("resolveConfig refuses schedules it cannot run, naming the field and the fi
       { name: "gh", provider: "github", secrets: ["x"] },
     ],
     schedules: {
-      prune: { olderThan: "7d", every: "soon" },
+      prune: { olderThan: "7d", every: "soon", batchSize: 0, duty: 1.5 },
       reconcile: [
         { source: "gh", every: "15m", apiKey: env("HL_UNSET_STRIPE_KEY") },
         { source: "stripe", every: "15m", apiKey: "sk_test_x" },
@@ -275,6 +275,8 @@ test("resolveConfig refuses schedules it cannot run, naming the field and the fi
     },
   });
   assert.ok(problems.some((p) => p.startsWith("schedules.prune.every") && p.includes("not a duration")));
+  assert.ok(problems.some((p) => p.startsWith("schedules.prune.batchSize: 0 is not a whole number")));
+  assert.ok(problems.some((p) => p.startsWith("schedules.prune.duty: 1.5 is not a share of time")));
   assert.ok(
     problems.some((p) =>
       /schedules\.prune\.olderThan: shorter than the 30-day replay window of source 'stripe'/.test(p),
@@ -307,6 +309,7 @@ test("resolveConfig resolves schedules into milliseconds", () => {
     tombstonesOlderThanMs: 365 * 86_400_000,
     everyMs: 3_600_000,
     batchSize: 1000,
+    duty: 1,
     force: false,
   });
   assert.deepEqual(config.schedules.reconcile, [{ source: "stripe", everyMs: 900_000, apiKey: "sk_test_x" }]);
