@@ -1,8 +1,6 @@
 // The opt-in scale mode (BENCH_SCALE=1, `npm run bench:scale`; issue 9's P5, docs/benchmarks.md "Scale"): one ledger
 // migrated by `hookledger serve`, measured empty, then filled with BENCH_SCALE_ROWS settled rows and measured again;
 // then a long-transaction phase and a prune under load on the full ledger.
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import pg from "pg";
 import { stopChild } from "../lib/child.js";
 import { dropSchema } from "../lib/schemas.js";
@@ -10,6 +8,7 @@ import { percentile } from "../lib/stats.js";
 import { startServe } from "./http.js";
 import { loadRun } from "./loadgen-run.js";
 import { clearRun, deadTuples, FILL_DAYS, fillSettled, timePick } from "./scale-ledger.js";
+import { prunePairs } from "./scale-prune.js";
 import type { RunContext, RunResult } from "./types.js";
 import { runWorker } from "./workers.js";
 
@@ -30,8 +29,6 @@ interface Steady {
   readonly maxDead: number;
   readonly deadSamples: readonly number[];
 }
-
-const CONFIG = (ctx: RunContext) => join(ctx.root, "bench", "peers", "hookledger.config.mjs");
 
 // Steady ingest at a fixed rate into `serve` with its worker, the pick probe every 1 s and dead tuples every 10 s;
 // `holdEvery` opens a transaction with a txid (it holds back the xmin horizon) for `holdFor` s every that many s.
@@ -267,80 +264,14 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
       target: "bounded",
       verdict: long.ingest.valid ? "INFO" : "INVALID",
     });
-    await clearRun(ctx.admin, schema);
 
-    log(
-      `prune under load: ${options.rate} req/s, \`hookledger prune --older-than ${34 + FILL_DAYS}d ${pruneFlags(ctx).join(" ")}\` (about one day of rows)`,
+    lines.push(
+      await prunePairs(ctx, schema, options.rate, (name, alongside) =>
+        steady(ctx, schema, name, window, options.rate, alongside ? { alongside } : {}).then((r) => r.ingest),
+      ),
     );
-    const before = await steady(ctx, schema, "scale: steady, before prune", window, options.rate);
-    let pruneSeconds = Number.NaN;
-    const during = await steady(ctx, schema, "scale: steady, during prune", window, options.rate, {
-      alongside: async () => {
-        const began = performance.now();
-        await prune(ctx, schema, `${34 + FILL_DAYS}d`);
-        pruneSeconds = (performance.now() - began) / 1000;
-      },
-    });
-    const left = (await ctx.admin.query<{ n: string }>(`select count(*) as n from ${schema}.events`)).rows[0]
-      ?.n;
-    log(`  prune took ${pruneSeconds.toFixed(1)} s (window ${window} s); ${left} rows left`);
-    const p99 = (during.ingest.p99 ?? Number.NaN) / (before.ingest.p99 ?? Number.NaN);
-    lines.push({
-      what: "ingest p99 ms during prune",
-      empty: before.ingest.p99 ?? Number.NaN,
-      full: during.ingest.p99 ?? Number.NaN,
-      ratio: p99,
-      target: "≤ 1.1×",
-      verdict: verdict(p99 <= 1.1, before.ingest, during.ingest),
-    });
     return lines;
   } finally {
     await dropSchema(ctx.admin, schema);
   }
-}
-
-function pruneFlags(ctx: RunContext): string[] {
-  return [
-    ...(ctx.env.pruneDuty === undefined ? [] : ["--duty", ctx.env.pruneDuty]),
-    ...(ctx.env.pruneBatch === undefined ? [] : ["--batch-size", ctx.env.pruneBatch]),
-  ];
-}
-
-function prune(ctx: RunContext, schema: string, olderThan: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        join(ctx.root, "dist", "cli", "main.js"),
-        "prune",
-        "--older-than",
-        olderThan,
-        "--source",
-        "stripe",
-        ...pruneFlags(ctx),
-        "--config",
-        CONFIG(ctx),
-      ],
-      {
-        env: {
-          ...process.env,
-          DATABASE_URL: ctx.env.url,
-          HOOKLEDGER_SCHEMA: schema,
-          BENCH_STRIPE_SECRET: "whsec_scale",
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.on("exit", (code) => {
-      console.log(`  prune: ${out.trim().split("\n").join(" | ")}`);
-      code === 0 ? resolve() : reject(new Error(`hookledger prune exited ${code}`));
-    });
-  });
 }
