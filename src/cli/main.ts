@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { MissingPackageError } from "../optional.js";
 import type { Command, CommandIO } from "./commands/types.js";
 import { CliError, explainDatabaseFailures } from "./errors.js";
-import { logFormatFromEnv } from "../log.js";
+import { logFormatFromEnv, stdoutLinesWritten } from "../log.js";
 import { capOldGeneration } from "./old-generation.js";
 import { capYoungGeneration } from "./young-generation.js";
 
@@ -100,21 +100,26 @@ async function main(argv: string[]): Promise<number> {
   return module.command.run(rest, io);
 }
 
-explainDatabaseFailures(main(process.argv.slice(2))).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    if (error instanceof CliError) {
-      process.stderr.write(`hookledger${error.command ? ` ${error.command}` : ""}: ${error.message}\n`);
-      process.exit(error.exitCode);
-    }
-    if (error instanceof MissingPackageError) {
-      process.stderr.write(`hookledger: ${error.message}\n`);
-      process.exit(1);
-    }
-    const cause = error instanceof Error ? error : new Error(String(error));
-    process.stderr.write(
-      `hookledger: ${cause.message}${cause.cause instanceof Error ? ` (${cause.cause.message})` : ""}\n`,
-    );
-    process.exit(1);
-  },
-);
+explainDatabaseFailures(main(process.argv.slice(2)))
+  .then(
+    (code) => code,
+    (error: unknown) => {
+      if (error instanceof CliError) {
+        process.stderr.write(`hookledger${error.command ? ` ${error.command}` : ""}: ${error.message}\n`);
+        return error.exitCode;
+      }
+      if (error instanceof MissingPackageError) {
+        process.stderr.write(`hookledger: ${error.message}\n`);
+        return 1;
+      }
+      const cause = error instanceof Error ? error : new Error(String(error));
+      process.stderr.write(
+        `hookledger: ${cause.message}${cause.cause instanceof Error ? ` (${cause.cause.message})` : ""}\n`,
+      );
+      return 1;
+    },
+  )
+  .then(async (code) => {
+    await stdoutLinesWritten();
+    process.exit(code);
+  });

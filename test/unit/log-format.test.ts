@@ -76,3 +76,27 @@ test("createLogger({ format: 'pretty', destination }) formats into the destinati
   assert.equal(lines.length, 1);
   assert.match(lines[0] ?? "", /WARN: handler failed\n {4}eventId: "evt_1"\n {4}token: "\[redacted\]"\n$/);
 });
+
+test("createLogger() lines logged just before process.exit all reach a piped stdout, in order", async () => {
+  // Logged in one tick, so nearly all are still buffered or under way when the process exits. Two loggers share
+  // one writer, so their lines keep the order they were logged in.
+  const script = `
+const { createLogger } = await import("hookledger");
+const a = createLogger({ format: "json" });
+const b = createLogger({ format: "json" });
+for (let i = 0; i < 20000; i++) (i % 2 ? a : b).info({ i }, "line");
+process.exit(0);
+`;
+  const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const seen = stdout
+    .trim()
+    .split("\n")
+    .map((line) => (JSON.parse(line) as { i: number }).i);
+  assert.equal(seen.length, 20000);
+  assert.deepEqual(
+    seen,
+    Array.from({ length: 20000 }, (_, i) => i),
+  );
+});
