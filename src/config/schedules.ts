@@ -1,4 +1,5 @@
 import type { Source } from "../edge/receiver.js";
+import { SCHEDULED_PRUNE } from "../prune/schedule.js";
 import { defaultTombstoneHorizonMs, horizonRefusals } from "../prune/windows.js";
 import { durationMs } from "./duration.js";
 import { type Configurable, isEnvRef } from "./env.js";
@@ -19,12 +20,14 @@ export interface SchedulesConfig {
     /** @defaultValue the longer of 365d and twice `olderThan` */
     readonly tombstonesOlderThan?: string;
     readonly every: string;
-    /** @defaultValue 1000 */
+    /** Rows per statement. @defaultValue 200 (the CLI's is 1000) */
     readonly batchSize?: number;
     /**
-     * The share of time the prune's statements may take, above 0 to 1 (see `hookledger prune --duty`).
-     * @defaultValue 1
-     * @example prune: { olderThan: "90d", every: "1d", duty: 0.1 }
+     * The share of time the prune's statements may take, above 0 to 1 (see `hookledger prune --duty`). A scheduled
+     * prune has time: by default it waits nine times as long as each batch took, so that claims never queue behind
+     * it for long (docs/benchmarks.md, "Scale": ingest p99 rose 1.34× flat out, 1.10× so paced).
+     * @defaultValue 0.1 (the CLI's is 1, flat out)
+     * @example prune: { olderThan: "90d", every: "1h", duty: 1 } // as fast as it goes
      */
     readonly duty?: number;
     /** Prune sources whose provider's replay window is longer than `olderThan`. */
@@ -99,13 +102,13 @@ export function resolveSchedules(
         );
       }
     }
-    const batchSize = p.batchSize ?? 1000;
+    const batchSize = p.batchSize ?? SCHEDULED_PRUNE.batchSize;
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
       problems.push(
         `schedules.prune.batchSize: ${JSON.stringify(p.batchSize)} is not a whole number from 1 to 100000`,
       );
     }
-    const duty = p.duty ?? 1;
+    const duty = p.duty ?? SCHEDULED_PRUNE.duty;
     if (typeof duty !== "number" || !(duty > 0 && duty <= 1)) {
       problems.push(
         `schedules.prune.duty: ${JSON.stringify(p.duty)} is not a share of time; write a number above 0 and at most 1, e.g. 0.1`,

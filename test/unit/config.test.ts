@@ -308,8 +308,8 @@ test("resolveConfig resolves schedules into milliseconds", () => {
     olderThanMs: 90 * 86_400_000,
     tombstonesOlderThanMs: 365 * 86_400_000,
     everyMs: 3_600_000,
-    batchSize: 1000,
-    duty: 1,
+    batchSize: 200,
+    duty: 0.1,
     force: false,
   });
   assert.deepEqual(config.schedules.reconcile, [{ source: "stripe", everyMs: 900_000, apiKey: "sk_test_x" }]);
