@@ -24,9 +24,9 @@ export interface SchedulesConfig {
     readonly batchSize?: number;
     /**
      * The share of time the prune's statements may take, above 0 to 1 (see `hookledger prune --duty`). A scheduled
-     * prune has time: by default it waits nine times as long as each batch took, so that claims never queue behind
-     * it for long (docs/benchmarks.md, "Scale": ingest p99 rose 1.34× flat out, 1.10× so paced).
-     * @defaultValue 0.1 (the CLI's is 1, flat out)
+     * prune has time: by default it waits 19 times as long as each batch took, so that claims never queue behind
+     * it for long (docs/benchmarks.md, "Scale": ingest p99 rose 1.34× flat out and stayed within its noise so paced).
+     * @defaultValue 0.05 (the CLI's is 1, flat out)
      * @example prune: { olderThan: "90d", every: "1h", duty: 1 } // as fast as it goes
      */
     readonly duty?: number;

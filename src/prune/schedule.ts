@@ -23,7 +23,7 @@ export interface PrunerOptions {
   readonly everyMs: number;
   /** Rows per statement. @defaultValue 200 */
   readonly batchSize?: number;
-  /** The share of time its statements may take (`PruneOptions.duty`). @defaultValue 0.1 */
+  /** The share of time its statements may take (`PruneOptions.duty`). @defaultValue 0.05 */
   readonly duty?: number;
   /** Prune even sources whose provider's replay window is longer than `olderThanMs`. */
   readonly force?: boolean;
@@ -31,14 +31,15 @@ export interface PrunerOptions {
 }
 
 /**
- * How a scheduled prune runs unless told otherwise: in short bursts, a tenth of the time, so that claims never queue
- * behind it for long (docs/benchmarks.md, "Scale": ingest p99 rose 1.34× during a prune flat out, 1.10× so paced).
+ * How a scheduled prune runs unless told otherwise: in short bursts, a twentieth of the time, so that claims never
+ * queue behind it for long (docs/benchmarks.md, "Scale": during a prune ingest p99 rose a median 1.34× flat out,
+ * 1.10× at duty 0.1, and 0.90× at 0.05, within its noise).
  * `hookledger prune`, which an operator waits for, runs flat out in batches of 1000.
  *
  * @example
  * startPruner({ ...options, duty: SCHEDULED_PRUNE.duty * 2 });
  */
-export const SCHEDULED_PRUNE = { batchSize: 200, duty: 0.1 } as const;
+export const SCHEDULED_PRUNE = { batchSize: 200, duty: 0.05 } as const;
 
 /** A running pruner. */
 export interface Pruner {

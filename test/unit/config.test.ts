@@ -309,7 +309,7 @@ test("resolveConfig resolves schedules into milliseconds", () => {
     tombstonesOlderThanMs: 365 * 86_400_000,
     everyMs: 3_600_000,
     batchSize: 200,
-    duty: 0.1,
+    duty: 0.05,
     force: false,
   });
   assert.deepEqual(config.schedules.reconcile, [{ source: "stripe", everyMs: 900_000, apiKey: "sk_test_x" }]);
