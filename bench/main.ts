@@ -24,7 +24,7 @@ import { stopAllChildren } from "./lib/child.js";
 import { pgPort } from "./lib/cpu.js";
 import { benchEnv, redact, selected } from "./lib/env.js";
 import { dropAllSchemas } from "./lib/schemas.js";
-import { judge, runLine, summarize, summaryTable, targetTable } from "./report.js";
+import { judge, runLine, summarize, summaryTable, table, targetTable } from "./report.js";
 
 const env = benchEnv(process.env);
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -220,12 +220,11 @@ async function scaleMode(admin: pg.Client, pgVersion: string): Promise<number> {
     `\nscale (${((performance.now() - began) / 60_000).toFixed(1)} min): empty or before → full or during`,
   );
   console.log(
-    `  ${"measure".padEnd(28)} ${"empty".padStart(9)} ${"full".padStart(9)} ${"ratio".padStart(7)}  target   verdict`,
+    table(
+      ["measure", "empty", "full", "ratio", "target", "verdict"],
+      lines.map((l) => [l.what, fmt(l.empty), fmt(l.full), fmt(l.ratio), l.target, l.verdict]),
+    ),
   );
-  for (const l of lines)
-    console.log(
-      `  ${l.what.padEnd(28)} ${fmt(l.empty).padStart(9)} ${fmt(l.full).padStart(9)} ${fmt(l.ratio).padStart(7)}  ${l.target.padEnd(8)} ${l.verdict}`,
-    );
   const file = join(resultsDir, "scale.json");
   writeFileSync(
     file,
