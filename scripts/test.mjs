@@ -9,8 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import pg from "pg";
-import { startEmbeddedPostgres } from "../dist/db/embedded.js";
-import { silentLogger } from "../dist/log.js";
+import { silentLogger, startEmbeddedPostgres } from "../dist/index.js";
 
 const external = process.env.HOOKLEDGER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 

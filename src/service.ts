@@ -1,4 +1,4 @@
-import { createServer, type RequestListener, type Server } from "node:http";
+import type { RequestListener, Server } from "node:http";
 import { join } from "node:path";
 import { layeredSeenCache } from "./cache/layered.js";
 import { memorySeenCache } from "./cache/memory.js";
@@ -312,6 +312,9 @@ async function serveHttp(
   host: string,
   closers: (() => Promise<void>)[],
 ): Promise<string> {
+  // node:http loads here, not at `import "hookledger"`: an app that mounts the receiver in its own framework, or on
+  // a fetch runtime, never starts this server (docs/benchmarks.md, "The footprint").
+  const { createServer } = await import("node:http");
   const server = createServer(handler);
   // Slow senders cannot hold sockets open forever (providers send whole bodies within seconds).
   server.requestTimeout = 30_000;

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
+import { packageFile } from "../files.js";
 import { MissingPackageError } from "../optional.js";
 import type { Command, CommandIO } from "./commands/types.js";
 import { CliError, explainDatabaseFailures } from "./errors.js";
@@ -48,19 +49,21 @@ Examples:
 `;
 
 // Each command is src/cli/commands/<name>.ts exporting `command: Command`; it parses its own arguments.
-const COMMANDS: readonly string[] = [
-  "serve",
-  "worker",
-  "migrate",
-  "send",
-  "stats",
-  "events",
-  "replay",
-  "reconcile",
-  "prune",
-  "backfill-versions",
-  "dashboard",
-];
+// Each command's module loads only when it runs. The imports are written out, not built from the name, so that a
+// bundler sees every command (scripts/bundle.mjs).
+const COMMANDS: Readonly<Record<string, () => Promise<{ command: Command }>>> = {
+  serve: () => import("./commands/serve.js"),
+  worker: () => import("./commands/worker.js"),
+  migrate: () => import("./commands/migrate.js"),
+  send: () => import("./commands/send.js"),
+  stats: () => import("./commands/stats.js"),
+  events: () => import("./commands/events.js"),
+  replay: () => import("./commands/replay.js"),
+  reconcile: () => import("./commands/reconcile.js"),
+  prune: () => import("./commands/prune.js"),
+  "backfill-versions": () => import("./commands/backfill-versions.js"),
+  dashboard: () => import("./commands/dashboard.js"),
+};
 
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
@@ -70,7 +73,7 @@ async function main(argv: string[]): Promise<number> {
     isTTY: process.stdout.isTTY === true,
   };
   if (first === "--version" || first === "-v") {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    const pkg = JSON.parse(readFileSync(packageFile("../package.json"), "utf8")) as {
       version: string;
     };
     io.out(`${pkg.version}\n`);
@@ -80,9 +83,13 @@ async function main(argv: string[]): Promise<number> {
     io.out(HELP);
     return first === undefined ? 2 : 0;
   }
-  if (!COMMANDS.includes(first)) {
+  const load = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
+  if (load === undefined) {
     const what = first.startsWith("-") ? `unknown option '${first}'` : `unknown command '${first}'`;
-    throw new CliError(`${what}; commands are ${COMMANDS.join(", ")} (see \`hookledger --help\`)`, 2);
+    throw new CliError(
+      `${what}; commands are ${Object.keys(COMMANDS).join(", ")} (see \`hookledger --help\`)`,
+      2,
+    );
   }
   try {
     logFormatFromEnv();
@@ -91,12 +98,14 @@ async function main(argv: string[]): Promise<number> {
   }
   capYoungGeneration(first);
   capOldGeneration(first);
-  const module = (await import(`./commands/${first}.js`).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes(`commands/${first}.js`)) {
-      throw new CliError(`${first} is missing from this build of hookledger; reinstall the package`);
+  const module = await load().catch((error: NodeJS.ErrnoException) => {
+    // A file of hookledger's own (a chunk of the bundle) is missing, not a package: Node says "Cannot find module"
+    // for a path and "Cannot find package" for a package.
+    if (error.code === "ERR_MODULE_NOT_FOUND" && error.message.startsWith("Cannot find module")) {
+      throw new CliError(`${first} is missing from this install of hookledger; reinstall the package`);
     }
     throw error;
-  })) as { command: Command };
+  });
   return module.command.run(rest, io);
 }
 

@@ -6,6 +6,7 @@ import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 import { clientKey, failureLimiter } from "../edge/failure-limit.js";
 import { nodeHeaders } from "../adapters/node/io.js";
+import { packageFile } from "../files.js";
 import { type ApiAnswer, actionRoute, BadRequest, readRoute } from "./api.js";
 import { CSRF_HEADER, type DashboardUser, dashboardAuth, SIGNED_OUT, type Session } from "./auth.js";
 import { loginPage } from "./login-page.js";
@@ -97,7 +98,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const linkUser = options.users.find((u) => u.name === options.loginLinkUser);
   const assets = new Map(
     Object.entries(ASSETS).map(([name, type]) => {
-      const bytes = readFileSync(new URL(`./assets/${name}`, import.meta.url));
+      const bytes = readFileSync(packageFile(`dashboard/assets/${name}`));
       return [
         name,
         { bytes, type, etag: `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 22)}"` },

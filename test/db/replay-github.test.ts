@@ -212,7 +212,7 @@ test("replay github rejects usage mistakes with exit code 2", async () => {
 
 // The binary is built by `npm test` (scripts/test.mjs) before the suites run.
 test("hookledger replay github (the built binary) prints the report", {
-  skip: !existsSync("dist/cli/commands/replay-github.js") && "not built: run `npm run build` first",
+  skip: !existsSync("dist/cli/main.js") && "not built: run `npm run build` first",
 }, async () => {
   const lost = delivery("cli-1", 5, false);
   gh.hook("/repos/octo/cli/hooks/7", [lost]);
