@@ -48,9 +48,9 @@ Examples:
   hookledger prune --older-than 90d
 `;
 
-// Each command is src/cli/commands/<name>.ts exporting `command: Command`; it parses its own arguments.
-// Each command's module loads only when it runs. The imports are written out, not built from the name, so that a
-// bundler sees every command (scripts/bundle.mjs).
+// Each command is src/cli/commands/<name>.ts exporting `command: Command`; it parses its own arguments. Its module
+// loads only when it runs; the imports are written out, not built from the name, so that the bundler sees every
+// command (scripts/bundle.mjs).
 const COMMANDS: Readonly<Record<string, () => Promise<{ command: Command }>>> = {
   serve: () => import("./commands/serve.js"),
   worker: () => import("./commands/worker.js"),
