@@ -4,13 +4,13 @@
 import pg from "pg";
 import { stopChild } from "../lib/child.js";
 import { dropSchema } from "../lib/schemas.js";
-import { median, percentile } from "../lib/stats.js";
+import { percentile } from "../lib/stats.js";
 import { startServe } from "./http.js";
 import { loadRun } from "./loadgen-run.js";
 import { clearRun, deadTuples, FILL_DAYS, fillSettled, timePick } from "./scale-ledger.js";
 import { prunePairs } from "./scale-prune.js";
+import { pairedLine, ROUNDS, report, rounds, verdict } from "./scale-rounds.js";
 import type { RunContext, RunResult } from "./types.js";
-import { runWorker } from "./workers.js";
 
 /** The scale mode's knobs. */
 export interface ScaleOptions {
@@ -117,105 +117,6 @@ async function steady(
   }
 }
 
-async function ingest(ctx: RunContext, schema: string, name: string): Promise<RunResult> {
-  const { server, url, secret } = await startServe(ctx, "scale", { schema });
-  try {
-    const { run } = await loadRun(ctx, {
-      name,
-      url,
-      path: "/webhooks/stripe",
-      serverPid: server.pid as number,
-      secret,
-      mode: "unique",
-      prefix: `evt_u${Date.now().toString(36)}`,
-      count: ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds),
-      expect: '"status":"accepted"',
-      expectId: true,
-    });
-    return run;
-  } finally {
-    await stopChild(server);
-  }
-}
-
-async function worker(ctx: RunContext, schema: string, name: string): Promise<RunResult> {
-  return runWorker(ctx, {
-    name,
-    script: "hookledger-worker.ts",
-    env: { BENCH_SCHEMA: schema, BENCH_STRIPE_SECRET: "whsec_scale", BENCH_WORKER_CONCURRENCY: "10" },
-    pendingSql: `select exists (select 1 from ${schema}.events where status in ('pending', 'failed')) as pending`,
-    appSchema: schema,
-    check: async () => {
-      const { rows } = await ctx.admin.query<{ n: string }>(
-        `select count(*) as n from ${schema}.events where dedupe_key like 'evt\\_w\\_%' and outcome = 'applied'`,
-      );
-      const n = Number(rows[0]?.n);
-      return n === ctx.env.events ? [] : [`${n} worker events applied of ${ctx.env.events}`];
-    },
-  });
-}
-
-// A single window of either kind moved by up to ±30 % between runs on this 2-core machine (0.71 to 1.16 full ÷
-// empty on 2026-12-02), as much as the 0.9× target allows, so one pair of windows is no verdict. Even, so that each
-// ledger goes first in as many rounds as the other: the second window of a round came out faster than the first in
-// each round of a 200,000-row run, whichever ledger it was (docs/benchmarks.md, "Scale").
-const ROUNDS = 4;
-
-interface Rounds {
-  readonly ingest: RunResult[];
-  readonly worker: RunResult[];
-}
-
-/** The two ledgers the rounds compare: one filled, one migrated and left empty, side by side in one cluster. */
-interface Ledgers {
-  readonly empty: string;
-  readonly full: string;
-}
-
-// ROUNDS rounds, each a window of unique ingest on either ledger, then the worker on either ledger, the run's rows
-// cleared after each window. The two sides take turns going first (empty first in odd rounds): while the empty
-// ledger was measured before the fill, it came out slower than the full one in every run (docs/benchmarks.md,
-// "Scale").
-async function rounds(
-  ctx: RunContext,
-  ledgers: Ledgers,
-  log: (line: string) => void,
-): Promise<Record<keyof Ledgers, Rounds>> {
-  const done = { empty: { ingest: [], worker: [] }, full: { ingest: [], worker: [] } } as Record<
-    keyof Ledgers,
-    Rounds
-  >;
-  for (let i = 1; i <= ROUNDS; i++) {
-    const order: (keyof Ledgers)[] = i % 2 === 1 ? ["empty", "full"] : ["full", "empty"];
-    for (const kind of ["ingest", "worker"] as const) {
-      for (const side of order) {
-        const name = `scale: ${kind === "ingest" ? "ingest" : "worker c10"}, ${side} ${i}`;
-        const run = await (kind === "ingest" ? ingest : worker)(ctx, ledgers[side], name);
-        await clearRun(ctx.admin, ledgers[side]);
-        done[side][kind].push(run);
-        report(run, log);
-      }
-    }
-  }
-  return done;
-}
-
-function report(r: RunResult, log: (line: string) => void): void {
-  log(
-    `  ${r.name}: ${r.perSecond.toFixed(0)} ${r.unit}, p99 ${r.p99?.toFixed(1) ?? "-"} ms ${r.problems.join("; ")}`,
-  );
-}
-
-const medianRate = (runs: readonly RunResult[]) => median(runs.map((r) => r.perSecond));
-
-// Full ÷ empty of each round's pair of windows, and their geometric mean: a round's second window gains on its first
-// by some factor, and the product of the ratios cancels it when each ledger goes first in half the rounds.
-function pairedRatios(empty: readonly RunResult[], full: readonly RunResult[]) {
-  const each = full.map((r, i) => r.perSecond / (empty[i]?.perSecond ?? Number.NaN));
-  const mean = Math.exp(each.reduce((sum, r) => sum + Math.log(r), 0) / each.length);
-  return { each, mean };
-}
-
 /** One line of the scale table. */
 export interface ScaleLine {
   readonly what: string;
@@ -242,8 +143,6 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
   // The steady windows: long enough for ~30 pick samples at 1 s, so that their p99 is more than the one worst.
   const window = Math.max(30, ctx.env.seconds * 2);
   const lines: ScaleLine[] = [];
-  const verdict = (ok: boolean, ...runs: RunResult[]) =>
-    runs.some((r) => !r.valid) ? "INVALID" : ok ? "PASS" : "FAIL";
   let empty: string | undefined;
   try {
     const filling = performance.now();
@@ -274,23 +173,9 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
     await dropSchema(ctx.admin, bare);
     empty = undefined;
 
-    const line = (what: string, pick: (r: Rounds) => RunResult[]): ScaleLine => {
-      const ratios = pairedRatios(pick(measured.empty), pick(measured.full));
-      log(
-        `  ${what}: full ÷ empty by round ${ratios.each.map((r) => r.toFixed(2)).join(", ")}; geometric mean ${ratios.mean.toFixed(2)}`,
-      );
-      return {
-        what: `${what} (medians of ${ROUNDS}; ratio: paired)`,
-        empty: medianRate(pick(measured.empty)),
-        full: medianRate(pick(measured.full)),
-        ratio: ratios.mean,
-        target: "≥ 0.9×",
-        verdict: verdict(ratios.mean >= 0.9, ...pick(measured.empty), ...pick(measured.full)),
-      };
-    };
     lines.push(
-      line("unique ingest req/s", (r) => r.ingest),
-      line("worker c10 events/s", (r) => r.worker),
+      pairedLine("unique ingest req/s", measured.empty.ingest, measured.full.ingest, log),
+      pairedLine("worker c10 events/s", measured.empty.worker, measured.full.worker, log),
     );
 
     const seconds = options.minutes * 60;
