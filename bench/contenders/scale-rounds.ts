@@ -3,30 +3,42 @@
 import { stopChild } from "../lib/child.js";
 import { median } from "../lib/stats.js";
 import { startServe } from "./http.js";
-import { loadRun } from "./loadgen-run.js";
+import { type LoadRunOptions, loadRun } from "./loadgen-run.js";
 import type { ScaleLine } from "./scale.js";
 import { clearRun } from "./scale-ledger.js";
 import type { RunContext, RunResult } from "./types.js";
 import { runWorker } from "./workers.js";
 
+/** The Stripe load of every scale window: unique deliveries, each answered "accepted" with its id. */
+export async function uniqueWindow(
+  ctx: RunContext,
+  target: Awaited<ReturnType<typeof startServe>>,
+  name: string,
+  options: Pick<LoadRunOptions, "prefix" | "count" | "seconds" | "warmupSeconds" | "rate">,
+): Promise<RunResult> {
+  const { run } = await loadRun(ctx, {
+    name,
+    url: target.url,
+    path: "/webhooks/stripe",
+    serverPid: target.server.pid as number,
+    secret: target.secret,
+    mode: "unique",
+    expect: '"status":"accepted"',
+    expectId: true,
+    ...options,
+  });
+  return run;
+}
+
 async function ingest(ctx: RunContext, schema: string, name: string): Promise<RunResult> {
-  const { server, url, secret } = await startServe(ctx, "scale", { schema });
+  const target = await startServe(ctx, "scale", { schema });
   try {
-    const { run } = await loadRun(ctx, {
-      name,
-      url,
-      path: "/webhooks/stripe",
-      serverPid: server.pid as number,
-      secret,
-      mode: "unique",
+    return await uniqueWindow(ctx, target, name, {
       prefix: `evt_u${Date.now().toString(36)}`,
       count: ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds),
-      expect: '"status":"accepted"',
-      expectId: true,
     });
-    return run;
   } finally {
-    await stopChild(server);
+    await stopChild(target.server);
   }
 }
 

@@ -6,10 +6,9 @@ import { stopChild } from "../lib/child.js";
 import { dropSchema } from "../lib/schemas.js";
 import { percentile } from "../lib/stats.js";
 import { startServe } from "./http.js";
-import { loadRun } from "./loadgen-run.js";
 import { clearRun, deadTuples, FILL_DAYS, fillSettled, timePick } from "./scale-ledger.js";
 import { prunePairs } from "./scale-prune.js";
-import { pairedLine, ROUNDS, report, rounds, verdict } from "./scale-rounds.js";
+import { pairedLine, ROUNDS, report, rounds, uniqueWindow, verdict } from "./scale-rounds.js";
 import type { RunContext, RunResult } from "./types.js";
 
 /** The scale mode's knobs. */
@@ -83,17 +82,9 @@ async function steady(
       );
     }
     const side = extra.alongside?.();
-    const { run } = await loadRun(ctx, {
-      name,
-      url,
-      path: "/webhooks/stripe",
-      serverPid: server.pid as number,
-      secret,
-      mode: "unique",
+    const run = await uniqueWindow(ctx, { server, url, schema, secret }, name, {
       prefix: `evt_s${Date.now().toString(36)}`,
       count: Math.min(100_000, rate * 60),
-      expect: '"status":"accepted"',
-      expectId: true,
       seconds,
       warmupSeconds: 2,
       rate,
