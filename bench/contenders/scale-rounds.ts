@@ -9,7 +9,12 @@ import { clearRun } from "./scale-ledger.js";
 import type { RunContext, RunResult } from "./types.js";
 import { runWorker } from "./workers.js";
 
-/** The Stripe load of every scale window: unique deliveries, each answered "accepted" with its id. */
+/**
+ * The Stripe load of every scale window: unique deliveries, each answered "accepted" with its id.
+ *
+ * @example
+ * const run = await uniqueWindow(ctx, await startServe(ctx, "scale", { schema }), "scale: ingest", { prefix, count });
+ */
 export async function uniqueWindow(
   ctx: RunContext,
   target: Awaited<ReturnType<typeof startServe>>,
