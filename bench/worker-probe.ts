@@ -8,12 +8,11 @@
 // `node --import tsx bench/worker-probe.ts` — env DATABASE_URL (the cluster must run on this machine: its backends'
 // CPU is read from /proc), PROBE_ROUNDS (3), PROBE_EVENTS (20000), PROBE_VARIANTS (both, comma separated).
 import { randomBytes } from "node:crypto";
-import { createHookledger } from "hookledger";
 import pg from "pg";
 import { CpuTracker, pgPort } from "./lib/cpu.js";
 import { median } from "./lib/stats.js";
-import { claimBacklog } from "./lib/worker-ledger.js";
-import { appTableDdl, guardedUpsert } from "./peers/app-table.js";
+import { backlogDrained, claimBacklog, probeHookledger } from "./lib/worker-ledger.js";
+import { appTableDdl } from "./peers/app-table.js";
 
 const url = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const rounds = Number(process.env.PROBE_ROUNDS ?? 3);
@@ -37,19 +36,7 @@ interface Run {
 
 async function runOnce(admin: pg.Client, variant: Variant): Promise<Run> {
   const schema = `probe_w_${randomBytes(4).toString("hex")}`;
-  const hl = createHookledger({
-    connectionString: url,
-    schema,
-    sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_probe"] }],
-    worker: { concurrency: 10 },
-  }).on("stripe", "customer.subscription.updated", async (ctx) => {
-    const event = ctx.event.payload as { created: number; data: { object: { id: string; status: string } } };
-    await ctx.tx.query(guardedUpsert(schema), [
-      event.data.object.id,
-      event.created,
-      event.data.object.status,
-    ]);
-  });
+  const hl = probeHookledger({ connectionString: url, schema, concurrency: 10 });
   let closed: Promise<void> | undefined;
   try {
     await hl.migrate();
@@ -63,14 +50,7 @@ async function runOnce(admin: pg.Client, variant: Variant): Promise<Run> {
     await cpu.start();
     const started = performance.now();
     hl.startWorker();
-    for (;;) {
-      const { rows } = await admin.query<{ n: number }>(
-        // The pick predicate's statuses (as the worker contenders' poll): an event gone dead ends the wait too.
-        `select count(*)::int as n from ${schema}.events where status in ('pending', 'failed')`,
-      );
-      if (rows[0]?.n === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await backlogDrained(admin, schema);
     const seconds = (performance.now() - started) / 1000;
     const split = await cpu.stop();
     // The worker's backends report their table statistics when they end (or once a second while busy): a short run

@@ -8,11 +8,11 @@
 // `node --import tsx bench/worker-trace.ts` — env DATABASE_URL, TRACE_CONCURRENCY (10), TRACE_EVENTS (20000).
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { createHookledger, createLogger } from "hookledger";
+import { createLogger } from "hookledger";
 import pg from "pg";
-import { claimBacklog } from "./lib/worker-ledger.js";
+import { backlogDrained, claimBacklog, probeHookledger } from "./lib/worker-ledger.js";
 import { percentile } from "./lib/stats.js";
-import { appTableDdl, guardedUpsert } from "./peers/app-table.js";
+import { appTableDdl } from "./peers/app-table.js";
 
 const url = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const events = Number(process.env.TRACE_EVENTS ?? 20_000);
@@ -86,15 +86,11 @@ async function sample(until: Promise<unknown>): Promise<{ samples: number; count
 const schema = `probe_t_${randomBytes(4).toString("hex")}`;
 const admin = new pg.Client({ connectionString: url, application_name: "worker-trace" });
 await admin.connect();
-const hl = createHookledger({
+const hl = probeHookledger({
   connectionString: url,
   schema,
-  sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_probe"] }],
-  worker: { concurrency },
+  concurrency,
   log: createLogger({ format: "json", destination: createWriteStream("/dev/null") }),
-}).on("stripe", "customer.subscription.updated", async (ctx) => {
-  const event = ctx.event.payload as { created: number; data: { object: { id: string; status: string } } };
-  await ctx.tx.query(guardedUpsert(schema), [event.data.object.id, event.created, event.data.object.status]);
 });
 try {
   await hl.migrate();
@@ -105,15 +101,7 @@ try {
   const cpu = process.cpuUsage();
   const started = performance.now();
   hl.startWorker();
-  const drained = (async () => {
-    for (;;) {
-      const { rows } = await admin.query<{ n: number }>(
-        `select count(*)::int as n from ${schema}.events where status in ('pending', 'failed')`,
-      );
-      if (rows[0]?.n === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  })();
+  const drained = backlogDrained(admin, schema);
   const waits = await sample(drained);
   await drained;
   const seconds = (performance.now() - started) / 1000;

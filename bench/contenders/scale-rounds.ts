@@ -96,10 +96,10 @@ export async function rounds(
   ledgers: Ledgers,
   log: (line: string) => void,
 ): Promise<Record<keyof Ledgers, Rounds>> {
-  const done = { empty: { ingest: [], worker: [] }, full: { ingest: [], worker: [] } } as Record<
-    keyof Ledgers,
-    Rounds
-  >;
+  const done: Record<keyof Ledgers, Rounds> = {
+    empty: { ingest: [], worker: [] },
+    full: { ingest: [], worker: [] },
+  };
   for (let i = 1; i <= ROUNDS; i++) {
     const order: (keyof Ledgers)[] = i % 2 === 1 ? ["empty", "full"] : ["full", "empty"];
     for (const kind of ["ingest", "worker"] as const) {

@@ -1,6 +1,17 @@
 // The worker benches' backlog: events claimed with claimEvent (public; docs/library-mode.md) exactly as the edge
-// writes them, untimed. Used by bench/peers/hookledger-worker.ts and bench/worker-probe.ts.
-import { claimEvent, createPool, ledgerContext, stripeEventFromJson } from "hookledger";
+// writes them, untimed. Used by bench/peers/hookledger-worker.ts and the worker probes, which also share their
+// hookledger and their wait for the backlog to drain from here.
+import {
+  claimEvent,
+  createHookledger,
+  createPool,
+  type Hookledger,
+  type Logger,
+  ledgerContext,
+  stripeEventFromJson,
+} from "hookledger";
+import type pg from "pg";
+import { guardedUpsert } from "../peers/app-table.js";
 import { CREATED_BASE, stripeBody, workerEvent } from "./stripe.js";
 
 /** What {@link claimBacklog} fills. */
@@ -64,5 +75,48 @@ export async function claimBacklog(options: BacklogOptions): Promise<void> {
     await Promise.all(Array.from({ length: 4 }, lane));
   } finally {
     await pool.end();
+  }
+}
+
+/**
+ * The probes' hookledger (bench/worker-probe.ts, bench/worker-trace.ts): the bench's one source and job, the
+ * version-guarded upsert of bench/peers/app-table.ts for each `customer.subscription.updated`.
+ *
+ * @example
+ * const hl = probeHookledger({ connectionString, schema, concurrency: 10 });
+ */
+export function probeHookledger(options: {
+  readonly connectionString: string;
+  readonly schema: string;
+  readonly concurrency: number;
+  readonly log?: Logger;
+}): Hookledger {
+  const upsert = guardedUpsert(options.schema);
+  return createHookledger({
+    connectionString: options.connectionString,
+    schema: options.schema,
+    sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_probe"] }],
+    worker: { concurrency: options.concurrency },
+    ...(options.log && { log: options.log }),
+  }).on("stripe", "customer.subscription.updated", async (ctx) => {
+    const event = ctx.event.payload as { created: number; data: { object: { id: string; status: string } } };
+    await ctx.tx.query(upsert, [event.data.object.id, event.created, event.data.object.status]);
+  });
+}
+
+/**
+ * Resolves once no event of `schema` is due any more (the pick predicate's statuses: an event gone dead ends the wait
+ * too), polling every 100 ms.
+ *
+ * @example
+ * hl.startWorker(); await backlogDrained(admin, schema);
+ */
+export async function backlogDrained(admin: pg.ClientBase, schema: string): Promise<void> {
+  for (;;) {
+    const { rows } = await admin.query<{ n: number }>(
+      `select count(*)::int as n from ${schema}.events where status in ('pending', 'failed')`,
+    );
+    if (rows[0]?.n === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
