@@ -201,7 +201,7 @@ async function main(): Promise<number> {
 async function scaleMode(admin: pg.Client, pgVersion: string): Promise<number> {
   const began = performance.now();
   console.log(
-    `hookledger bench, scale mode: ${env.scaleRows} settled rows, ${env.scaleMinutes} min of long transactions, steady ingest at ${env.scaleRate} req/s; ${pgVersion}, load average ${(loadavg()[0] ?? 0).toFixed(1)}`,
+    `hookledger bench, scale mode: ${env.scaleRows} settled rows, ${env.scaleMinutes} min of long transactions, steady ingest at ${env.scaleRate} req/s; phases ${[...env.scalePhases].join(", ")}; ${pgVersion}, load average ${(loadavg()[0] ?? 0).toFixed(1)}`,
   );
   // Dead tuples are the scale mode's subject: a cluster without autovacuum never removes them, whatever the ledger.
   const autovacuum = (await admin.query<{ v: string }>("select current_setting('autovacuum') as v")).rows[0]
@@ -213,7 +213,7 @@ async function scaleMode(admin: pg.Client, pgVersion: string): Promise<number> {
   }
   const lines = await runScale(
     { env, admin, pgPort: pgPort(env.url), logDir, round: 0, root },
-    { rows: env.scaleRows, minutes: env.scaleMinutes, rate: env.scaleRate },
+    { rows: env.scaleRows, minutes: env.scaleMinutes, rate: env.scaleRate, phases: env.scalePhases },
   );
   const fmt = (n: number) => (Number.isNaN(n) ? "-" : n >= 100 ? n.toFixed(0) : n.toFixed(2));
   console.log(

@@ -3,6 +3,7 @@
 // migrated and left empty; then a long-transaction phase and a prune under load on the full ledger.
 import pg from "pg";
 import { stopChild } from "../lib/child.js";
+import type { ScalePhase } from "../lib/env.js";
 import { dropSchema } from "../lib/schemas.js";
 import { percentile } from "../lib/stats.js";
 import { startServe } from "./http.js";
@@ -19,6 +20,11 @@ export interface ScaleOptions {
   readonly minutes: number;
   /** BENCH_SCALE_RATE: the steady phases' fixed ingest rate, req/s (default 300). */
   readonly rate: number;
+  /**
+   * BENCH_SCALE_PHASES: the phases to run after the fill (default all): `rounds` (ingest and worker, empty against
+   * full), `long` (the long-transaction phase, with the pick probe's empty-ledger baseline before it), `prune`.
+   */
+  readonly phases: ReadonlySet<ScalePhase>;
 }
 
 interface Steady {
@@ -123,7 +129,7 @@ export interface ScaleLine {
  * Runs every phase of the scale mode and returns its table's lines; prints progress as it goes.
  *
  * @example
- * const lines = await runScale(ctx, { rows: 5_000_000, minutes: 30, rate: 300 });
+ * const lines = await runScale(ctx, { rows: 5_000_000, minutes: 30, rate: 300, phases: new Set(["long"]) });
  */
 export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<ScaleLine[]> {
   const { schema } = await startServe(ctx, "scale").then(async (s) => {
@@ -156,56 +162,75 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
     empty = bare;
     await clearRun(ctx.admin, bare);
 
-    log(`${ROUNDS} rounds of unique ingest and worker c10, the empty and the full ledger alternated`);
-    const measured = await rounds(ctx, { empty: bare, full: schema }, log);
-    log("steady ingest + worker on the empty ledger (the pick probe's baseline)");
-    const baseline = await steady(ctx, bare, "scale: steady, empty", window, options.rate);
-    report(baseline.ingest, log);
+    if (options.phases.has("rounds")) {
+      log(`${ROUNDS} rounds of unique ingest and worker c10, the empty and the full ledger alternated`);
+      const measured = await rounds(ctx, { empty: bare, full: schema }, log);
+      lines.push(
+        pairedLine("unique ingest req/s", measured.empty.ingest, measured.full.ingest, log),
+        pairedLine("worker c10 events/s", measured.empty.worker, measured.full.worker, log),
+      );
+    }
+    if (options.phases.has("long"))
+      lines.push(...(await longTransactions(ctx, { empty: bare, full: schema }, options, window, log)));
     await dropSchema(ctx.admin, bare);
     empty = undefined;
+    if (options.phases.has("prune")) {
+      lines.push(
+        await prunePairs(ctx, schema, options.rate, (name, alongside) =>
+          steady(ctx, schema, name, window, options.rate, alongside ? { alongside } : {}).then(
+            (r) => r.ingest,
+          ),
+        ),
+      );
+    }
+    return lines;
+  } finally {
+    if (empty !== undefined) await dropSchema(ctx.admin, empty);
+    await dropSchema(ctx.admin, schema);
+  }
+}
 
-    lines.push(
-      pairedLine("unique ingest req/s", measured.empty.ingest, measured.full.ingest, log),
-      pairedLine("worker c10 events/s", measured.empty.worker, measured.full.worker, log),
-    );
-
-    const seconds = options.minutes * 60;
-    log(
-      `long transactions: ${options.minutes} min at ${options.rate} req/s with the worker, a 60 s transaction every 5 min`,
-    );
-    const long = await steady(ctx, schema, "scale: steady, long transactions", seconds, options.rate, {
-      holdEvery: 300,
-      holdFor: 60,
-    });
-    log(
-      `  pick probe p99 ${long.pickP99.toFixed(2)} ms over ${long.pickSamples} samples (empty: ${baseline.pickP99.toFixed(2)} ms over ${baseline.pickSamples}); dead tuples every 10 s: ${long.deadSamples.join(", ")}`,
-    );
-    const pickRatio = long.pickP99 / baseline.pickP99;
-    lines.push({
+// The pick probe's baseline (steady ingest and the worker on the empty ledger), then the long-transaction phase on
+// the full one: the pick probe's p99 against the baseline's, and the dead tuples of events every 10 s.
+async function longTransactions(
+  ctx: RunContext,
+  ledgers: { readonly empty: string; readonly full: string },
+  options: ScaleOptions,
+  window: number,
+  log: (line: string) => void,
+): Promise<ScaleLine[]> {
+  const schema = ledgers.full;
+  log("steady ingest + worker on the empty ledger (the pick probe's baseline)");
+  const baseline = await steady(ctx, ledgers.empty, "scale: steady, empty", window, options.rate);
+  report(baseline.ingest, log);
+  const seconds = options.minutes * 60;
+  log(
+    `long transactions: ${options.minutes} min at ${options.rate} req/s with the worker, a 60 s transaction every 5 min`,
+  );
+  const long = await steady(ctx, schema, "scale: steady, long transactions", seconds, options.rate, {
+    holdEvery: 300,
+    holdFor: 60,
+  });
+  log(
+    `  pick probe p99 ${long.pickP99.toFixed(2)} ms over ${long.pickSamples} samples (empty: ${baseline.pickP99.toFixed(2)} ms over ${baseline.pickSamples}); dead tuples every 10 s: ${long.deadSamples.join(", ")}`,
+  );
+  const pickRatio = long.pickP99 / baseline.pickP99;
+  return [
+    {
       what: "pick probe p99 ms",
       empty: baseline.pickP99,
       full: long.pickP99,
       ratio: pickRatio,
       target: "≤ 2×",
       verdict: verdict(pickRatio <= 2, long.ingest),
-    });
-    lines.push({
+    },
+    {
       what: "max dead tuples (events)",
       empty: Math.max(0, ...baseline.deadSamples),
       full: long.maxDead,
       ratio: Number.NaN,
       target: "bounded",
       verdict: long.ingest.valid ? "INFO" : "INVALID",
-    });
-
-    lines.push(
-      await prunePairs(ctx, schema, options.rate, (name, alongside) =>
-        steady(ctx, schema, name, window, options.rate, alongside ? { alongside } : {}).then((r) => r.ingest),
-      ),
-    );
-    return lines;
-  } finally {
-    if (empty !== undefined) await dropSchema(ctx.admin, empty);
-    await dropSchema(ctx.admin, schema);
-  }
+    },
+  ];
 }

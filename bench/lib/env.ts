@@ -37,12 +37,31 @@ export interface BenchEnv {
   readonly scaleMinutes: number;
   /** BENCH_SCALE_RATE: the scale mode's fixed ingest rate (req/s) in its steady phases. */
   readonly scaleRate: number;
+  /** BENCH_SCALE_PHASES: which of the scale mode's phases run (`rounds`, `long`, `prune`; comma separated). */
+  readonly scalePhases: ReadonlySet<ScalePhase>;
   /** BENCH_SERVE_NODE_FLAGS: node flags for `hookledger serve` alone (a deployment's memory settings). */
   readonly serveNodeFlags: readonly string[];
   /** BENCH_PRUNE_DUTY: the scale mode's prune `--duty` (unset: the CLI's default). */
   readonly pruneDuty: string | undefined;
   /** BENCH_PRUNE_BATCH: the scale mode's prune `--batch-size` (unset: the CLI's default). */
   readonly pruneBatch: string | undefined;
+}
+
+/** A phase of the scale mode (docs/benchmarks.md, "Scale"). */
+export type ScalePhase = "rounds" | "long" | "prune";
+const SCALE_PHASES: readonly ScalePhase[] = ["rounds", "long", "prune"];
+
+function phases(raw: string | undefined): ReadonlySet<ScalePhase> {
+  const names = (raw ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  if (names.length === 0) return new Set(SCALE_PHASES);
+  for (const name of names) {
+    if (!(SCALE_PHASES as readonly string[]).includes(name))
+      throw new Error(`BENCH_SCALE_PHASES: expected some of ${SCALE_PHASES.join(", ")}, got ${name}`);
+  }
+  return new Set(names as ScalePhase[]);
 }
 
 const DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/test";
@@ -86,6 +105,7 @@ export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
     scaleRows: whole(environment, "BENCH_SCALE_ROWS", 5_000_000),
     scaleMinutes: whole(environment, "BENCH_SCALE_MINUTES", 30),
     scaleRate: whole(environment, "BENCH_SCALE_RATE", 300),
+    scalePhases: phases(environment.BENCH_SCALE_PHASES),
     serveNodeFlags: (environment.BENCH_SERVE_NODE_FLAGS ?? "").split(/\s+/).filter((f) => f !== ""),
     pruneDuty: environment.BENCH_PRUNE_DUTY || undefined,
     pruneBatch: environment.BENCH_PRUNE_BATCH || undefined,
