@@ -31,6 +31,9 @@ interface Steady {
   readonly ingest: RunResult;
   readonly pickP99: number;
   readonly pickSamples: number;
+  /** The pick probe's times, ms, split by whether a hold was open when the probe started. */
+  readonly picksHeld: readonly number[];
+  readonly picksFree: readonly number[];
   readonly maxDead: number;
   readonly deadSamples: readonly number[];
 }
@@ -54,6 +57,9 @@ async function steady(
   await probe.connect();
   await holder.connect();
   const picks: number[] = [];
+  const picksHeld: number[] = [];
+  const picksFree: number[] = [];
+  let holding = false;
   const dead: number[] = [];
   const timers: NodeJS.Timeout[] = [];
   let ended = false;
@@ -62,7 +68,13 @@ async function steady(
     busy = busy.then(work).catch((error: Error) => console.error(`  probe: ${error.message}`));
   };
   try {
-    timers.push(setInterval(() => serial(async () => void picks.push(await timePick(probe, schema))), 1000));
+    const pick = async () => {
+      const held = holding;
+      const ms = await timePick(probe, schema);
+      picks.push(ms);
+      (held ? picksHeld : picksFree).push(ms);
+    };
+    timers.push(setInterval(() => serial(pick), 1000));
     timers.push(
       setInterval(() => serial(async () => void dead.push(await deadTuples(probe, schema))), 10_000),
     );
@@ -72,7 +84,9 @@ async function steady(
         if (ended) return;
         await holder.query("begin");
         await holder.query("select txid_current()");
+        holding = true;
         await new Promise((resolve) => setTimeout(resolve, (extra.holdFor ?? 60) * 1000));
+        holding = false;
         if (!ended) await holder.query("commit");
       };
       const first = setTimeout(
@@ -100,6 +114,8 @@ async function steady(
       ingest: run,
       pickP99: percentile(picks, 99),
       pickSamples: picks.length,
+      picksHeld,
+      picksFree,
       maxDead: Math.max(0, ...dead),
       deadSamples: dead,
     };
@@ -214,6 +230,10 @@ async function longTransactions(
   log(
     `  pick probe p99 ${long.pickP99.toFixed(2)} ms over ${long.pickSamples} samples (empty: ${baseline.pickP99.toFixed(2)} ms over ${baseline.pickSamples}); dead tuples every 10 s: ${long.deadSamples.join(", ")}`,
   );
+  // Where the slow picks are: with a hold open, dead index entries can be neither removed nor marked dead.
+  const split = (list: readonly number[]) =>
+    `p50 ${percentile(list, 50).toFixed(2)} ms, p99 ${percentile(list, 99).toFixed(2)} ms over ${list.length}`;
+  log(`  pick probe with a hold open: ${split(long.picksHeld)}; with none: ${split(long.picksFree)}`);
   const pickRatio = long.pickP99 / baseline.pickP99;
   return [
     {
