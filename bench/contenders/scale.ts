@@ -186,10 +186,13 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
         pairedLine("worker c10 events/s", measured.empty.worker, measured.full.worker, log),
       );
     }
-    if (options.phases.has("long"))
-      lines.push(...(await longTransactions(ctx, { empty: bare, full: schema }, options, window, log)));
+    // The empty schema is dropped before the long-transaction phase, as it was before phases could be chosen.
+    const baseline = options.phases.has("long")
+      ? await pickBaseline(ctx, bare, options, window, log)
+      : undefined;
     await dropSchema(ctx.admin, bare);
     empty = undefined;
+    if (baseline) lines.push(...(await longTransactions(ctx, schema, baseline, options, log)));
     if (options.phases.has("prune")) {
       lines.push(
         await prunePairs(ctx, schema, options.rate, (name, alongside) =>
@@ -206,19 +209,29 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
   }
 }
 
-// The pick probe's baseline (steady ingest and the worker on the empty ledger), then the long-transaction phase on
-// the full one: the pick probe's p99 against the baseline's, and the dead tuples of events every 10 s.
-async function longTransactions(
+// The pick probe's baseline: steady ingest and the worker on the empty ledger.
+async function pickBaseline(
   ctx: RunContext,
-  ledgers: { readonly empty: string; readonly full: string },
+  empty: string,
   options: ScaleOptions,
   window: number,
   log: (line: string) => void,
-): Promise<ScaleLine[]> {
-  const schema = ledgers.full;
+): Promise<Steady> {
   log("steady ingest + worker on the empty ledger (the pick probe's baseline)");
-  const baseline = await steady(ctx, ledgers.empty, "scale: steady, empty", window, options.rate);
+  const baseline = await steady(ctx, empty, "scale: steady, empty", window, options.rate);
   report(baseline.ingest, log);
+  return baseline;
+}
+
+// The long-transaction phase on the full ledger: the pick probe's p99 against the baseline's, and the dead tuples of
+// events every 10 s.
+async function longTransactions(
+  ctx: RunContext,
+  schema: string,
+  baseline: Steady,
+  options: ScaleOptions,
+  log: (line: string) => void,
+): Promise<ScaleLine[]> {
   const seconds = options.minutes * 60;
   log(
     `long transactions: ${options.minutes} min at ${options.rate} req/s with the worker, a 60 s transaction every 5 min`,
