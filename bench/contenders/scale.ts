@@ -56,7 +56,6 @@ async function steady(
   });
   await probe.connect();
   await holder.connect();
-  const picks: number[] = [];
   const picksHeld: number[] = [];
   const picksFree: number[] = [];
   let holding = false;
@@ -71,7 +70,6 @@ async function steady(
     const pick = async () => {
       const held = holding;
       const ms = await timePick(probe, schema);
-      picks.push(ms);
       (held ? picksHeld : picksFree).push(ms);
     };
     timers.push(setInterval(() => serial(pick), 1000));
@@ -112,8 +110,8 @@ async function steady(
     await side;
     return {
       ingest: run,
-      pickP99: percentile(picks, 99),
-      pickSamples: picks.length,
+      pickP99: percentile([...picksHeld, ...picksFree], 99),
+      pickSamples: picksHeld.length + picksFree.length,
       picksHeld,
       picksFree,
       maxDead: Math.max(0, ...dead),

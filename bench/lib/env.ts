@@ -51,11 +51,16 @@ export interface BenchEnv {
 export type ScalePhase = "rounds" | "long" | "prune";
 const SCALE_PHASES: readonly ScalePhase[] = ["rounds", "long", "prune"];
 
-function phases(raw: string | undefined): ReadonlySet<ScalePhase> {
-  const names = (raw ?? "")
+// The entries of a comma-separated knob, trimmed, empty ones left out.
+function commaList(raw: string | undefined): string[] {
+  return (raw ?? "")
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s !== "");
+}
+
+function phases(raw: string | undefined): ReadonlySet<ScalePhase> {
+  const names = commaList(raw);
   if (names.length === 0) return new Set(SCALE_PHASES);
   for (const name of names) {
     if (!(SCALE_PHASES as readonly string[]).includes(name))
@@ -83,9 +88,7 @@ function whole(environment: NodeJS.ProcessEnv, name: string, fallback: number, m
  */
 export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
   const seconds = whole(environment, "BENCH_SECONDS", 10);
-  const only = environment.BENCH_ONLY?.split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
+  const only = commaList(environment.BENCH_ONLY);
   return {
     url: environment.DATABASE_URL || DEFAULT_URL,
     urlFromEnv: Boolean(environment.DATABASE_URL),
@@ -96,7 +99,7 @@ export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
     events: whole(environment, "BENCH_EVENTS", 20_000),
     entities: whole(environment, "BENCH_ENTITIES", 2_000),
     bodyBytes: whole(environment, "BENCH_BODY_BYTES", 2048, 600),
-    only: only && only.length > 0 ? only : undefined,
+    only: only.length > 0 ? only : undefined,
     soakSeconds: whole(environment, "BENCH_SOAK", 0, 0),
     soakRate: whole(environment, "BENCH_SOAK_RATE", 2000, 0),
     prebuiltRate: whole(environment, "BENCH_PREBUILT_RATE", 12_000),
