@@ -33,6 +33,10 @@ test("startPruner prunes on its interval; three instances share one advisory loc
     tombstonesOlderThanMs: 365 * DAY,
     everyMs: 50,
     batchSize: 7,
+    // Flat out: this test is about the schedule and the lock; pacing has its own tests (prune-ledger,
+    // service-schedules). At the scheduled default (duty 0.05) each of the five batches of two commits waits 19 times
+    // its own time: ~0.4 s in all here, but a CI run on 2026-12-02 passed the 30 s wait below, as batches of ~0.3 s would.
+    duty: 1,
     log: silentLogger(),
   };
   const pruners = [1, 2, 3].map(() => startPruner({ ...options, pool: t.newPool("admin", 2) }));
