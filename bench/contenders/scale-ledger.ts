@@ -81,19 +81,45 @@ export async function clearRun(db: pg.ClientBase, schema: string): Promise<void>
 }
 
 /**
- * The pick probe: the worker's due-work scan (docs/architecture.md §3, index events_due) without its row locks, so
- * that timing it never takes work from the running worker. Returns its wall time in ms.
+ * The pick probe: the worker's due-work scan (docs/architecture.md §3, index events_due) from the worker's floor
+ * (docs/architecture.md, "The due floor"), without its row locks, so that timing it never takes work from the
+ * running worker. Returns its wall time in ms.
  *
  * @example
- * const ms = await timePick(probe, schema);
+ * const ms = await timePick(probe, schema, (await timeFloor(probe, schema)).floor);
  */
-export async function timePick(db: pg.ClientBase, schema: string): Promise<number> {
+export async function timePick(
+  db: pg.ClientBase,
+  schema: string,
+  floor: Date | "-infinity",
+): Promise<number> {
   const began = performance.now();
   await db.query(
     `select seq from ${schema}.events where status in ('pending', 'failed') and next_attempt_at <= now()
+      and next_attempt_at >= $1::timestamptz
       order by next_attempt_at limit 50`,
+    [floor],
   );
   return performance.now() - began;
+}
+
+/**
+ * The worker's floor as it takes it every 5 s (src/ledger/due-floor.ts): the oldest due time, or 1 s before now when
+ * none is older. Returns the floor and the statement's wall time in ms.
+ *
+ * @example
+ * const { floor, ms } = await timeFloor(probe, schema);
+ */
+export async function timeFloor(db: pg.ClientBase, schema: string): Promise<{ floor: Date; ms: number }> {
+  const began = performance.now();
+  const { rows } = await db.query<{ floor: Date }>(
+    `select least((select next_attempt_at from ${schema}.events
+      where status in ('pending', 'failed') and next_attempt_at <= now() order by next_attempt_at limit 1),
+      now() - interval '1 second') as floor`,
+  );
+  const floor = rows[0]?.floor;
+  if (!floor) throw new Error("the floor query returned no row");
+  return { floor, ms: performance.now() - began };
 }
 
 /**

@@ -7,7 +7,7 @@ import type { ScalePhase } from "../lib/env.js";
 import { dropSchema } from "../lib/schemas.js";
 import { percentile } from "../lib/stats.js";
 import { startServe } from "./http.js";
-import { clearRun, deadTuples, FILL_DAYS, fillSettled, timePick } from "./scale-ledger.js";
+import { clearRun, deadTuples, FILL_DAYS, fillSettled, timeFloor, timePick } from "./scale-ledger.js";
 import { prunePairs } from "./scale-prune.js";
 import { pairedLine, ROUNDS, report, rounds, uniqueWindow, verdict } from "./scale-rounds.js";
 import type { RunContext, RunResult } from "./types.js";
@@ -34,6 +34,8 @@ interface Steady {
   /** The pick probe's times, ms, split by whether a hold was open when the probe started. */
   readonly picksHeld: readonly number[];
   readonly picksFree: readonly number[];
+  /** The floor's refreshes (every 5 s, as the worker's), ms: a cost the worker pays apart from its counts. */
+  readonly floors: readonly number[];
   readonly maxDead: number;
   readonly deadSamples: readonly number[];
 }
@@ -58,6 +60,9 @@ async function steady(
   await holder.connect();
   const picksHeld: number[] = [];
   const picksFree: number[] = [];
+  const floors: number[] = [];
+  let floor: Date | "-infinity" = "-infinity";
+  let floorAt = Number.NEGATIVE_INFINITY;
   let holding = false;
   const dead: number[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -68,8 +73,14 @@ async function steady(
   };
   try {
     const pick = async () => {
+      if (performance.now() - floorAt >= 5000) {
+        floorAt = performance.now();
+        const taken = await timeFloor(probe, schema);
+        floors.push(taken.ms);
+        floor = taken.floor;
+      }
       const held = holding;
-      const ms = await timePick(probe, schema);
+      const ms = await timePick(probe, schema, floor);
       (held ? picksHeld : picksFree).push(ms);
     };
     timers.push(setInterval(() => serial(pick), 1000));
@@ -114,6 +125,7 @@ async function steady(
       pickSamples: picksHeld.length + picksFree.length,
       picksHeld,
       picksFree,
+      floors,
       maxDead: Math.max(0, ...dead),
       deadSamples: dead,
     };
@@ -245,6 +257,7 @@ async function longTransactions(
   const split = (list: readonly number[]) =>
     `p50 ${percentile(list, 50).toFixed(2)} ms, p99 ${percentile(list, 99).toFixed(2)} ms over ${list.length}`;
   log(`  pick probe with a hold open: ${split(long.picksHeld)}; with none: ${split(long.picksFree)}`);
+  log(`  the floor's refreshes (every 5 s): ${split(long.floors)} (empty: ${split(baseline.floors)})`);
   const pickRatio = long.pickP99 / baseline.pickP99;
   return [
     {

@@ -6,7 +6,8 @@ import { type LedgerContext, type Queryable, statement } from "./context.js";
 // the row (the pick's). A failure recorded after the batch's transaction ended (a handler timeout) finds the
 // event's arm committed when a handler committed that transaction itself without the status check seeing it
 // (`commit; begin` in one string, arm.ts): its writes may be there, so the event is dead, never retried, and its
-// last_error says why ($8), unless the caller asked for it dead with its own reason.
+// last_error says why ($8), unless the caller asked for it dead with its own reason. The back-off runs from the
+// statement's clock, not the batch's start, so a retry lands above the counts' floor (due-floor.ts).
 const failSql = statement(
   "fail",
   (s) => `with before as (
@@ -17,7 +18,7 @@ const failSql = statement(
   set last_error = case when (select armed from before) and not $6::boolean then $8::text else $3::text end,
       status = case when $6::boolean or attempts >= $4::int or (select armed from before) then 'dead'
         else 'failed' end,
-      next_attempt_at = now() + $5::int * interval '1 millisecond',
+      next_attempt_at = clock_timestamp() + $5::int * interval '1 millisecond',
       attempt_started_at = null
   where source = $1::text and dedupe_key = $2::text
     and status in ('pending', 'failed') and attempts = $7::int

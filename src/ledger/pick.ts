@@ -80,7 +80,7 @@ const UNRECORDED =
   "attempt %s ended without an outcome: the worker running it exited, was killed or lost its connection";
 
 // The where clause must stay identical to the predicate of the events_due index (migration 001), so the planner
-// walks an index that holds only the backlog. SKIP LOCKED: an event another worker is running never blocks this one.
+// walks an index that holds only the backlog; `$9`, the floor (due-floor.ts), is where the walk starts. SKIP LOCKED: an event another worker is running never blocks this one.
 // CASE fixes the order of the entity try: an event without an entity takes no lock.
 // One autocommitted statement counts a batch: each attempt is counted, stamped (with this count's transaction id as
 // its batch and its place in it as its slot, which its arm marks: arm.ts) and given its back-off before any
@@ -104,7 +104,7 @@ const countSql = statement(
     attempt_started_at is not null and (attempts >= $1::int or armed) as exhausted
   from ${s}.events,
     lateral (select ${markedSql(s, "events")} as armed) a
-  where status in ('pending', 'failed') and next_attempt_at <= now()
+  where status in ('pending', 'failed') and next_attempt_at <= now() and next_attempt_at >= $9::timestamptz
     and case when entity_type is null or entity_id is null then true else ${entityFree(s)} end
   order by next_attempt_at
   limit $7::int
@@ -163,14 +163,21 @@ export interface CountPolicy {
 // on PG15 with 20,000 due events, 21 ms per count of 50 (130 µs of server time per event, 40 % of the worker's
 // database time) where the walk takes 0.2 ms. The settings end with the count's transaction: handlers never see
 // them (test/db/pick-index.test.ts).
-const COUNT_BEGIN = "begin; set local enable_bitmapscan = off; set local enable_seqscan = off";
+/**
+ * Begins a transaction whose statements walk events_due in order (see above): the count's, and the floor's
+ * (due-floor.ts).
+ *
+ * @example
+ * await db.query(COUNT_BEGIN);
+ */
+export const COUNT_BEGIN = "begin; set local enable_bitmapscan = off; set local enable_seqscan = off";
 
 /**
  * Counts the attempts of a batch of up to `limit` due events (1 to {@link MAX_BATCH}), oldest due first, in one
  * statement and its own transaction (call it on a client outside a transaction): attempts + 1, stamped as started,
  * due again after the attempt's back-off (2 to 30 s). Then run them in one transaction that takes their rows with
  * `lockAttempts`. An event whose previous attempt ended unrecorded is counted alone; one with no attempt left is
- * marked dead instead (`exhausted`).
+ * marked dead instead (`exhausted`). With a `floor` (due-floor.ts) only events due at or after it are looked at.
  *
  * @returns the counted attempts, oldest due first; empty when nothing is due.
  * @example
@@ -181,6 +188,7 @@ export async function countAttempts(
   ledger: LedgerContext,
   policy: CountPolicy,
   limit: number,
+  floor?: Date,
 ): Promise<CountedKey[]> {
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_BATCH) {
     throw new RangeError(`a batch holds 1 to ${MAX_BATCH} events, got ${limit}`);
@@ -199,6 +207,7 @@ export async function countAttempts(
         LEASE_CAP_MS,
         limit,
         BATCH_ENDED,
+        floor ?? "-infinity",
       ],
     });
     await db.query("commit");

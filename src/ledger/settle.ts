@@ -5,8 +5,9 @@ export type Outcome = "applied" | "stale" | "unhandled" | "ignored";
 
 // One statement ends a batch's events in its transaction: each with an outcome is settled; each without one is
 // given back (it did not run: the batch's time budget ran out, the worker is stopping, or its entity was busy), due
-// again at once with its attempt uncounted. Only inside the batch's transaction (`$4`, its id): a handler that ended
-// it and began another (`commit; begin` in one string) leaves the connection in a transaction where no status
+// again at once with its attempt uncounted (stamped with the statement's clock, not the batch's start, so that it
+// lands above the counts' floor: due-floor.ts). Only inside the batch's transaction (`$4`, its id): a handler that
+// ended it and began another (`commit; begin` in one string) leaves the connection in a transaction where no status
 // check sees the switch, and nothing must settle there. The row locks are the batch's, so no other fence is needed.
 // The batch's row of marks ($5, arm.ts) goes with it: committed, it would make its armed events dead.
 const settleSql = statement(
@@ -18,7 +19,7 @@ const settleSql = statement(
       settled_at = case when u.outcome is null then null else now() end,
       last_error = case when u.outcome is null then e.last_error end,
       attempts = case when u.outcome is null then e.attempts - 1 else e.attempts end,
-      next_attempt_at = case when u.outcome is null then now() else e.next_attempt_at end,
+      next_attempt_at = case when u.outcome is null then clock_timestamp() else e.next_attempt_at end,
       attempt_started_at = null
   from unnest($1::text[], $2::text[], $3::text[]) as u (source, dedupe_key, outcome)
   where e.source = u.source and e.dedupe_key = u.dedupe_key

@@ -7,7 +7,7 @@ import type { CountedKey } from "./pick.js";
 // undoes what that transaction committed, nor a newer attempt of another worker. An event whose arm that
 // transaction committed (a handler of its batch committed it: arm.ts) is made dead instead, since its writes may be
 // there, and its failure goes into the attempt history; the batch's row of marks ($4) is deleted, its events all
-// ended here.
+// ended here. A given-back event is stamped with the statement's clock, above the counts' floor (due-floor.ts).
 const uncountSql = statement(
   "uncount",
   (s) => `with k as (
@@ -20,7 +20,7 @@ const uncountSql = statement(
       status = case when k.armed then 'dead' else e.status end,
       last_error = case when k.armed then $5::text else e.last_error end,
       attempt_started_at = null,
-      next_attempt_at = case when k.armed then e.next_attempt_at else now() end
+      next_attempt_at = case when k.armed then e.next_attempt_at else clock_timestamp() end
   from k
   where e.source = k.source and e.dedupe_key = k.dedupe_key and e.attempts = k.attempts
     and e.attempt_started_at is not null and e.status in ('pending', 'failed')

@@ -22,6 +22,7 @@ import {
   reportSettled,
 } from "./batch-end.js";
 import { failureText } from "./failure-text.js";
+import type { DueFloorKeeper } from "./floor.js";
 import { runHandler } from "./handler-run.js";
 import { FROZEN_AFTER_MS } from "./heartbeat.js";
 
@@ -51,10 +52,10 @@ const LEFT_FAILED = "handler left its transaction failed";
  * itself, a commit the server refuses) are in batch-end.ts.
  *
  * @example
- * const batch = await runBatch(deps, 50);
+ * const batch = await runBatch(deps, 50, dueFloorKeeper(deps.ledger));
  * if (batch.counted === 0) await sleep(pollIntervalMs);
  */
-export async function runBatch(deps: AttemptDeps, limit: number): Promise<BatchRun> {
+export async function runBatch(deps: AttemptDeps, limit: number, floor?: DueFloorKeeper): Promise<BatchRun> {
   const client = await deps.pool.connect();
   // The pool listens for errors of idle clients only. A connection lost while checked out but between statements
   // (a handler awaiting an API call when the server restarts) would be an uncaught 'error' event that takes the
@@ -72,7 +73,7 @@ export async function runBatch(deps: AttemptDeps, limit: number): Promise<BatchR
     },
   };
   try {
-    const counted = await countAttempts(client, deps.ledger, deps.retry, limit);
+    const counted = await countAttempts(client, deps.ledger, deps.retry, limit, await floor?.current(client));
     const started = performance.now();
     for (const key of counted.filter((k) => k.exhausted)) {
       deps.log.warn(

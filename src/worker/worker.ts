@@ -7,6 +7,7 @@ import { MAX_BATCH } from "../ledger/pick.js";
 import type { AttemptReport } from "./attempt.js";
 import { defaultRetryPolicy, type RetryPolicy } from "./backoff.js";
 import { runBatch } from "./batch.js";
+import { dueFloorKeeper } from "./floor.js";
 import type { Handlers } from "./handlers.js";
 import { listenForClaims } from "./wake.js";
 
@@ -117,6 +118,7 @@ export function startWorker(options: WorkerOptions): Worker {
     ...(options.onAttempt && { onAttempt: options.onAttempt }),
   };
 
+  const floor = dueFloorKeeper(options.ledger);
   const slot = async () => {
     let failures = 0;
     let limit = batchSize;
@@ -124,7 +126,7 @@ export function startWorker(options: WorkerOptions): Worker {
       try {
         // Marked before looking: a claim notified while this slot was busy finding nothing must not wait a poll.
         const mark = waker.mark();
-        const batch = await runBatch(deps, limit);
+        const batch = await runBatch(deps, limit, floor);
         failures = 0;
         // A batch its time budget cut short reached `ran` events: the next takes no more than that, so a slot with
         // slow handlers does not count events only to give them back; otherwise the size grows back.

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { PoolClient } from "../../src/db/pool.js";
+import { dueFloor } from "../../src/ledger/due-floor.js";
 import { countAttempts } from "../../src/ledger/pick.js";
 import { lockAttempts } from "../../src/ledger/pick-lock.js";
 import { freshLedger, type TestLedger } from "../helpers/db.js";
@@ -17,6 +18,10 @@ after(() => t.drop());
 const policy = { maxAttempts: 10, baseDelayMs: 1000, maxDelayMs: 1000 };
 
 async function plan(db: TestLedger, ...settings: string[]): Promise<string> {
+  return planWithFloor(db, "-infinity", ...settings);
+}
+
+async function planWithFloor(db: TestLedger, floor: string, ...settings: string[]): Promise<string> {
   const client = await db.pool.connect();
   try {
     await client.query("begin");
@@ -24,7 +29,7 @@ async function plan(db: TestLedger, ...settings: string[]): Promise<string> {
     // Prepared as the worker's statement is, so that plan_cache_mode decides between a custom and a generic plan.
     await client.query(`prepare pick as ${await pickSqlText(db)}`);
     const explained = await client.query(
-      `explain execute pick (10, 1000, 1000, '%s', 2000, 30000, 50, 'ended')`,
+      `explain execute pick (10, 1000, 1000, '%s', 2000, 30000, 50, 'ended', '${floor}')`,
     );
     await client.query("deallocate pick");
     return explained.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n");
@@ -36,6 +41,12 @@ async function plan(db: TestLedger, ...settings: string[]): Promise<string> {
 
 test("the pick's query is answered from the events_due partial index", async () => {
   assert.match(await plan(t, "set local enable_seqscan = off"), /Index Scan using events_due/);
+});
+
+test("the pick with a floor (due-floor.ts) starts its walk of events_due there", async () => {
+  const text = await planWithFloor(t, new Date().toISOString(), "set local enable_seqscan = off");
+  assert.match(text, /Index Scan using events_due/);
+  assert.match(text, /Index Cond: \(\(next_attempt_at <= now\(\)\) AND \(next_attempt_at >= /);
 });
 
 test("countAttempts on a ledger of one million rows, mostly settled, walks events_due and never scans the table", async () => {
@@ -119,6 +130,55 @@ test("countAttempts walks events_due in order when the statistics predate the ba
   }
 });
 
+test("countAttempts from a floor reads a fraction of the pages it reads from the first entry while a snapshot is held", async () => {
+  const held = await freshLedger();
+  const holder = await held.pool.connect();
+  const client = await held.pool.connect();
+  try {
+    // A transaction with an id holds the xmin horizon: the entries of the 5,000 settled events stay in events_due
+    // (dead to every snapshot but its own) and an index walk from the first entry visits each of them.
+    await holder.query("begin");
+    await holder.query("select txid_current()");
+    await held.pool.query(
+      `insert into ${held.ledger.s}.events (source, dedupe_key, event_type, body_sha256, next_attempt_at)
+       select 'held', 'old_' || i, 't', '\\x00', now() - interval '1 minute' + i * interval '1 millisecond'
+       from generate_series(1, 5000) i`,
+    );
+    await held.pool.query(
+      `update ${held.ledger.s}.events set status = 'settled', outcome = 'applied', settled_at = now()`,
+    );
+    for (let i = 0; i < 10; i++)
+      await claimTestEvent(held.pool, held.ledger, { source: "held", id: `due_${i}` });
+    const floor = await dueFloor(client, held.ledger);
+    const pages = async (from: string) => {
+      await client.query("begin");
+      try {
+        const { rows } = await client.query(
+          `explain (analyze, buffers, format json) execute pick (10, 1000, 1000, '%s', 2000, 30000, 50, 'ended', '${from}')`,
+        );
+        const walk = findNode(rows[0]["QUERY PLAN"][0].Plan, (n) => n["Index Name"] === "events_due");
+        assert.equal(walk?.["Actual Rows"], 10);
+        return Number(walk?.["Shared Hit Blocks"] ?? 0) + Number(walk?.["Shared Read Blocks"] ?? 0);
+      } finally {
+        await client.query("rollback");
+      }
+    };
+    await client.query(`prepare pick as ${await pickSqlText(held)}`);
+    const fromFirst = await pages("-infinity");
+    const fromFloor = await pages(floor.toISOString());
+    await client.query("deallocate pick");
+    assert.ok(
+      fromFloor * 5 < fromFirst,
+      `from the floor ${fromFloor} pages, from the first entry ${fromFirst}`,
+    );
+  } finally {
+    await holder.query("rollback");
+    holder.release();
+    client.release();
+    await held.drop();
+  }
+});
+
 test("the pick skips events whose batch another transaction runs and counts the next", async () => {
   await claimTestEvent(t.pool, t.ledger, { id: "first" });
   await claimTestEvent(t.pool, t.ledger, { id: "second" });
@@ -167,4 +227,16 @@ async function pickSqlText(ledger: TestLedger): Promise<string> {
   } as unknown as PoolClient;
   await countAttempts(recorder, ledger.ledger, policy, 50);
   return text;
+}
+
+type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
+
+/** The first node of an EXPLAIN (FORMAT JSON) plan, depth first, that `match` accepts. */
+function findNode(node: PlanNode, match: (node: PlanNode) => boolean): PlanNode | undefined {
+  if (match(node)) return node;
+  for (const child of node.Plans ?? []) {
+    const found = findNode(child, match);
+    if (found) return found;
+  }
+  return undefined;
 }
