@@ -80,8 +80,9 @@ const UNRECORDED =
   "attempt %s ended without an outcome: the worker running it exited, was killed or lost its connection";
 
 // The where clause must stay identical to the predicate of the events_due index (migration 001), so the planner
-// walks an index that holds only the backlog; `$9`, the floor (due-floor.ts), is where the walk starts. SKIP LOCKED: an event another worker is running never blocks this one.
-// CASE fixes the order of the entity try: an event without an entity takes no lock.
+// walks an index that holds only the backlog; `$9`, the floor (due-floor.ts), is where the walk starts. SKIP
+// LOCKED: an event another worker is running never blocks this one. CASE fixes the order of the entity try: an
+// event without an entity takes no lock.
 // One autocommitted statement counts a batch: each attempt is counted, stamped (with this count's transaction id as
 // its batch and its place in it as its slot, which its arm marks: arm.ts) and given its back-off before any
 // handler runs, so an attempt that never records an outcome (its process died) still counts and the event is not

@@ -55,7 +55,7 @@ const LEFT_FAILED = "handler left its transaction failed";
  * const batch = await runBatch(deps, 50, dueFloorKeeper(deps.ledger));
  * if (batch.counted === 0) await sleep(pollIntervalMs);
  */
-export async function runBatch(deps: AttemptDeps, limit: number, floor?: DueFloorKeeper): Promise<BatchRun> {
+export async function runBatch(deps: AttemptDeps, limit: number, floor: DueFloorKeeper): Promise<BatchRun> {
   const client = await deps.pool.connect();
   // The pool listens for errors of idle clients only. A connection lost while checked out but between statements
   // (a handler awaiting an API call when the server restarts) would be an uncaught 'error' event that takes the
@@ -73,7 +73,7 @@ export async function runBatch(deps: AttemptDeps, limit: number, floor?: DueFloo
     },
   };
   try {
-    const counted = await countAttempts(client, deps.ledger, deps.retry, limit, await floor?.current(client));
+    const counted = await countAttempts(client, deps.ledger, deps.retry, limit, await floor.current(client));
     const started = performance.now();
     for (const key of counted.filter((k) => k.exhausted)) {
       deps.log.warn(
