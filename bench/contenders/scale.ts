@@ -219,7 +219,13 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
   }
 }
 
-// The pick probe's baseline: steady ingest and the worker on the empty ledger.
+const split = (list: readonly number[]) =>
+  `p50 ${percentile(list, 50).toFixed(2)} ms, p99 ${percentile(list, 99).toFixed(2)} ms over ${list.length}`;
+
+// The pick probe's baseline: steady ingest and the worker on the empty ledger, for a sixth of the long phase's
+// minutes but at least the steady window and at most 5 min: ~300 samples at the defaults. The p99 of a 30 s
+// window's ~30 samples is nearly their maximum, and was set against the p99 of the long phase's 1,800 (2026-12-02:
+// 1.60 ms over 32 against 4.32 over 1,801, the long phase's samples outside its holds alone 4.29).
 async function pickBaseline(
   ctx: RunContext,
   empty: string,
@@ -227,9 +233,11 @@ async function pickBaseline(
   window: number,
   log: (line: string) => void,
 ): Promise<Steady> {
-  log("steady ingest + worker on the empty ledger (the pick probe's baseline)");
-  const baseline = await steady(ctx, empty, "scale: steady, empty", window, options.rate);
+  const seconds = Math.max(window, Math.min(300, options.minutes * 10));
+  log(`steady ingest + worker on the empty ledger for ${seconds} s (the pick probe's baseline)`);
+  const baseline = await steady(ctx, empty, "scale: steady, empty", seconds, options.rate);
   report(baseline.ingest, log);
+  log(`  pick probe ${split(baseline.picksFree)}; the floor's refreshes ${split(baseline.floors)}`);
   return baseline;
 }
 
@@ -254,8 +262,6 @@ async function longTransactions(
     `  pick probe p99 ${long.pickP99.toFixed(2)} ms over ${long.pickSamples} samples (empty: ${baseline.pickP99.toFixed(2)} ms over ${baseline.pickSamples}); dead tuples every 10 s: ${long.deadSamples.join(", ")}`,
   );
   // Where the slow picks are: with a hold open, dead index entries can be neither removed nor marked dead.
-  const split = (list: readonly number[]) =>
-    `p50 ${percentile(list, 50).toFixed(2)} ms, p99 ${percentile(list, 99).toFixed(2)} ms over ${list.length}`;
   log(`  pick probe with a hold open: ${split(long.picksHeld)}; with none: ${split(long.picksFree)}`);
   log(`  the floor's refreshes (every 5 s): ${split(long.floors)} (empty: ${split(baseline.floors)})`);
   const pickRatio = long.pickP99 / baseline.pickP99;
