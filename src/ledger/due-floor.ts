@@ -5,8 +5,8 @@ import { COUNT_BEGIN } from "./pick.js";
 /**
  * How far before its own clock a floor is set when nothing older is due: a write committed after the floor was
  * taken but stamped earlier (a claim's `now()` is its transaction's start) still lands above it when its transaction
- * took less than this. The worker's own give-backs and failures are stamped with the clock of the statement, just
- * before their commit (settle.ts, uncount.ts, fail.ts).
+ * took less than this. The worker's own give-backs and failures are stamped with the clock of their statement, not
+ * their batch's start (settle.ts, uncount.ts, fail.ts): a give-back runs just before its batch's commit.
  *
  * @example
  * await dueFloor(client, ledger, DUE_FLOOR_MARGIN_MS * 2);

@@ -37,10 +37,10 @@ const backdate = (id: string, interval: string) =>
   );
 
 test("dueFloor is the margin before now when nothing older is due, else the oldest due event's time", async () => {
-  const before = await dbNow();
+  const earliest = await dbNow();
   const empty = (await onClient((c) => dueFloor(c, t.ledger))).getTime();
-  const after = await dbNow();
-  assert.ok(empty >= before - DUE_FLOOR_MARGIN_MS && empty <= after - DUE_FLOOR_MARGIN_MS, `${empty}`);
+  const latest = await dbNow();
+  assert.ok(empty >= earliest - DUE_FLOOR_MARGIN_MS && empty <= latest - DUE_FLOOR_MARGIN_MS, `${empty}`);
 
   await claimTestEvent(t.pool, t.ledger, { source: "floor", id: "old" });
   await backdate("old", "1 hour");
