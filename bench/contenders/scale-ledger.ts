@@ -82,7 +82,7 @@ export async function clearRun(db: pg.ClientBase, schema: string): Promise<void>
 
 /**
  * The pick probe: the worker's due-work scan (docs/architecture.md §3, index events_due) from the worker's floor
- * (docs/architecture.md, "The due floor"), without its row locks, so that timing it never takes work from the
+ * (docs/architecture.md, "The count starts at a floor"), without its row locks, so that timing it never takes work from the
  * running worker. Returns its wall time in ms.
  *
  * @example

@@ -1,6 +1,6 @@
 import type { PoolClient } from "../db/pool.js";
 import { type LedgerContext, statement } from "./context.js";
-import { COUNT_BEGIN } from "./pick.js";
+import { walkInOrder } from "./pick.js";
 
 /**
  * How far before its own clock a floor is set when nothing older is due: a write committed after the floor was
@@ -44,15 +44,8 @@ export async function dueFloor(
   ledger: LedgerContext,
   marginMs = DUE_FLOOR_MARGIN_MS,
 ): Promise<Date> {
-  await db.query(COUNT_BEGIN);
-  try {
-    const { rows } = await db.query<{ floor: Date }>({ ...floorSql(ledger), values: [marginMs] });
-    await db.query("commit");
-    const floor = rows[0]?.floor;
-    if (!(floor instanceof Date)) throw new Error("the due floor query returned no time");
-    return floor;
-  } catch (error) {
-    await db.query("rollback").catch(() => {});
-    throw error;
-  }
+  const rows = await walkInOrder<{ floor: Date }>(db, { ...floorSql(ledger), values: [marginMs] });
+  const floor = rows[0]?.floor;
+  if (!(floor instanceof Date)) throw new Error("the due floor query returned no time");
+  return floor;
 }

@@ -164,14 +164,31 @@ export interface CountPolicy {
 // on PG15 with 20,000 due events, 21 ms per count of 50 (130 µs of server time per event, 40 % of the worker's
 // database time) where the walk takes 0.2 ms. The settings end with the count's transaction: handlers never see
 // them (test/db/pick-index.test.ts).
+const COUNT_BEGIN = "begin; set local enable_bitmapscan = off; set local enable_seqscan = off";
+
 /**
- * Begins a transaction whose statements walk events_due in order (see above): the count's, and the floor's
- * (due-floor.ts).
+ * Runs one statement that walks events_due in its own transaction with those settings (the count's, and the
+ * floor's: due-floor.ts), on a client outside a transaction, and returns its rows.
  *
  * @example
- * await db.query(COUNT_BEGIN);
+ * const rows = await walkInOrder<{ floor: Date }>(client, { ...floorSql(ledger), values: [1000] });
  */
-export const COUNT_BEGIN = "begin; set local enable_bitmapscan = off; set local enable_seqscan = off";
+export async function walkInOrder<R extends object>(
+  db: PoolClient,
+  query: { readonly name: string; readonly text: string; readonly values: unknown[] },
+): Promise<R[]> {
+  await db.query(COUNT_BEGIN);
+  try {
+    const { rows } = await db.query<R>(query);
+    await db.query("commit");
+    return rows;
+  } catch (error) {
+    // A statement the server refused leaves the transaction open: end it. Should the rollback fail too (the
+    // connection is gone), the caller's error handling destroys the connection.
+    await db.query("rollback").catch(() => {});
+    throw error;
+  }
+}
 
 /**
  * Counts the attempts of a batch of up to `limit` due events (1 to {@link MAX_BATCH}), oldest due first, in one
@@ -194,29 +211,18 @@ export async function countAttempts(
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_BATCH) {
     throw new RangeError(`a batch holds 1 to ${MAX_BATCH} events, got ${limit}`);
   }
-  await db.query(COUNT_BEGIN);
-  let result: { rows: CountedKey[] };
-  try {
-    result = await db.query<CountedKey>({
-      ...countSql(ledger),
-      values: [
-        policy.maxAttempts,
-        policy.baseDelayMs,
-        policy.maxDelayMs,
-        UNRECORDED,
-        LEASE_FLOOR_MS,
-        LEASE_CAP_MS,
-        limit,
-        BATCH_ENDED,
-        floor ?? "-infinity",
-      ],
-    });
-    await db.query("commit");
-  } catch (error) {
-    // A statement the server refused leaves the transaction open: end it. Should the rollback fail too (the
-    // connection is gone), the caller's error handling destroys the connection.
-    await db.query("rollback").catch(() => {});
-    throw error;
-  }
-  return result.rows;
+  return walkInOrder<CountedKey>(db, {
+    ...countSql(ledger),
+    values: [
+      policy.maxAttempts,
+      policy.baseDelayMs,
+      policy.maxDelayMs,
+      UNRECORDED,
+      LEASE_FLOOR_MS,
+      LEASE_CAP_MS,
+      limit,
+      BATCH_ENDED,
+      floor ?? "-infinity",
+    ],
+  });
 }

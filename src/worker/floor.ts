@@ -26,15 +26,15 @@ export interface DueFloorKeeper {
  * Makes a {@link DueFloorKeeper} for one worker.
  *
  * @example
- * const floor = dueFloorKeeper(ledger, 1000);
+ * const floor = dueFloorKeeper(ledger);
  */
-export function dueFloorKeeper(ledger: LedgerContext, refreshMs = FLOOR_REFRESH_MS): DueFloorKeeper {
+export function dueFloorKeeper(ledger: LedgerContext): DueFloorKeeper {
   let floor: Date | undefined;
   let takenAt = Number.NEGATIVE_INFINITY;
   let taking = false;
   return {
     async current(client) {
-      if (taking || performance.now() - takenAt < refreshMs) return floor;
+      if (taking || performance.now() - takenAt < FLOOR_REFRESH_MS) return floor;
       taking = true;
       try {
         const started = performance.now();

@@ -2,11 +2,10 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Handlers, silentLogger, startWorker } from "hookledger";
-import type { PoolClient } from "../../src/db/pool.js";
 import { DUE_FLOOR_MARGIN_MS, dueFloor } from "../../src/ledger/due-floor.js";
 import { countAttempts } from "../../src/ledger/pick.js";
 import { FLOOR_REFRESH_MS } from "../../src/worker/floor.js";
-import { freshLedger, type TestLedger, testDatabaseUrl, waitFor } from "../helpers/db.js";
+import { freshLedger, onClient, type TestLedger, testDatabaseUrl, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 
 // The count's floor (src/ledger/due-floor.ts): where its walk of events_due starts, so that the entries a held
@@ -20,15 +19,6 @@ after(() => t.drop());
 
 const policy = { maxAttempts: 10, baseDelayMs: 1000, maxDelayMs: 1000 };
 
-async function onClient<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await t.pool.connect();
-  try {
-    return await fn(client);
-  } finally {
-    client.release();
-  }
-}
-
 const dbNow = async () => (await t.pool.query<{ now: Date }>("select now()")).rows[0]?.now.getTime() ?? 0;
 const backdate = (id: string, interval: string) =>
   t.pool.query(
@@ -38,7 +28,7 @@ const backdate = (id: string, interval: string) =>
 
 test("dueFloor is the margin before now when nothing older is due, else the oldest due event's time", async () => {
   const earliest = await dbNow();
-  const empty = (await onClient((c) => dueFloor(c, t.ledger))).getTime();
+  const empty = (await onClient(t, (c) => dueFloor(c, t.ledger))).getTime();
   const latest = await dbNow();
   assert.ok(empty >= earliest - DUE_FLOOR_MARGIN_MS && empty <= latest - DUE_FLOOR_MARGIN_MS, `${empty}`);
 
@@ -47,19 +37,19 @@ test("dueFloor is the margin before now when nothing older is due, else the olde
   const stamped = await t.pool.query<{ at: Date }>(
     `select next_attempt_at as at from ${t.ledger.s}.events where dedupe_key = 'old'`,
   );
-  assert.equal((await onClient((c) => dueFloor(c, t.ledger))).getTime(), stamped.rows[0]?.at.getTime());
+  assert.equal((await onClient(t, (c) => dueFloor(c, t.ledger))).getTime(), stamped.rows[0]?.at.getTime());
   await t.pool.query(`delete from ${t.ledger.s}.events where dedupe_key = 'old'`);
 });
 
 test("countAttempts with a floor leaves an event made due below it, and counts it from the next floor", async () => {
-  const floor = await onClient((c) => dueFloor(c, t.ledger));
+  const floor = await onClient(t, (c) => dueFloor(c, t.ledger));
   // Committed after the floor was taken, stamped a minute before it: a transaction that ran longer than the margin.
   await claimTestEvent(t.pool, t.ledger, { source: "floor", id: "late" });
   await backdate("late", "1 minute");
-  assert.deepEqual(await onClient((c) => countAttempts(c, t.ledger, policy, 50, floor)), []);
-  const next = await onClient((c) => dueFloor(c, t.ledger));
+  assert.deepEqual(await onClient(t, (c) => countAttempts(c, t.ledger, policy, 50, floor)), []);
+  const next = await onClient(t, (c) => dueFloor(c, t.ledger));
   assert.ok(next < floor);
-  const counted = await onClient((c) => countAttempts(c, t.ledger, policy, 50, next));
+  const counted = await onClient(t, (c) => countAttempts(c, t.ledger, policy, 50, next));
   assert.deepEqual(
     counted.map((k) => k.dedupe_key),
     ["late"],

@@ -4,7 +4,7 @@ import type { PoolClient } from "../../src/db/pool.js";
 import { dueFloor } from "../../src/ledger/due-floor.js";
 import { countAttempts } from "../../src/ledger/pick.js";
 import { lockAttempts } from "../../src/ledger/pick-lock.js";
-import { freshLedger, type TestLedger } from "../helpers/db.js";
+import { freshLedger, onClient, type TestLedger } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 
 let t: TestLedger;
@@ -204,16 +204,6 @@ test("the pick skips events whose batch another transaction runs and counts the 
     b.release();
   }
 });
-
-/** Runs `fn` on a client of the ledger's pool (countAttempts runs its own transaction on one connection). */
-async function onClient<T>(ledger: TestLedger, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await ledger.pool.connect();
-  try {
-    return await fn(client);
-  } finally {
-    client.release();
-  }
-}
 
 /** The SQL text the pick sends, captured without running it. */
 async function pickSqlText(ledger: TestLedger): Promise<string> {

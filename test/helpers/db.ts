@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { migrate } from "hookledger";
-import { createPool, type Pool, type PoolRole } from "hookledger";
+import { createPool, type Pool, type PoolClient, type PoolRole } from "hookledger";
 import { type LedgerContext, ledgerContext } from "hookledger";
 
 /**
@@ -74,4 +74,14 @@ export async function waitFor(
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** Runs `fn` on a client of the ledger's admin pool and releases it (for calls that run their own transaction). */
+export async function onClient<T>(ledger: TestLedger, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await ledger.pool.connect();
+  try {
+    return await fn(client);
+  } finally {
+    client.release();
+  }
 }
