@@ -7,7 +7,8 @@ import { type LedgerContext, type Queryable, statement } from "./context.js";
 // event's arm committed when a handler committed that transaction itself without the status check seeing it
 // (`commit; begin` in one string, arm.ts): its writes may be there, so the event is dead, never retried, and its
 // last_error says why ($8), unless the caller asked for it dead with its own reason. The back-off runs from the
-// statement's clock, not the batch's start, so a retry lands above the counts' floor (due-floor.ts).
+// statement's clock, not the batch's start, so a retry lands above the counts' floor (due-floor.ts). The status is
+// tested as "not settled or dead" so that the row is probed by key (pick-lock.ts says why).
 const failSql = statement(
   "fail",
   (s) => `with before as (
@@ -21,7 +22,7 @@ const failSql = statement(
       next_attempt_at = clock_timestamp() + $5::int * interval '1 millisecond',
       attempt_started_at = null
   where source = $1::text and dedupe_key = $2::text
-    and status in ('pending', 'failed') and attempts = $7::int
+    and status not in ('settled', 'dead') and attempts = $7::int
   returning source, dedupe_key, attempts, status
 ), history as (
   insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)

@@ -12,6 +12,9 @@ import { type CountedKey, entityFree, type PickedEvent } from "./pick.js";
 // Postgres leave out every partition of event_bodies but the batch's days when the statement starts (a join's
 // values prune only as each row is probed, after every partition has been opened: with a month of day partitions
 // that cost more than the probes). The span is widened by a millisecond each way: a `Date` drops microseconds.
+// "Not settled or dead" is "pending or failed" (the status constraint) in words that do not imply events_due's
+// predicate, so the rows are probed by key, never read from that index (docs/architecture.md, "Keyed statements
+// never plan from events_due"; the same in fail.ts and uncount.ts).
 const lockSql = statement(
   "pick-lock",
   (
@@ -26,7 +29,7 @@ join lateral (
   where b.source = e.source and b.dedupe_key = e.dedupe_key and b.received_at = e.received_at
     and b.received_at between $4::timestamptz and $5::timestamptz
 ) b on true
-where e.attempt_started_at is not null and e.status in ('pending', 'failed')
+where e.attempt_started_at is not null and e.status not in ('settled', 'dead')
 order by k.n
 for update of e`,
 );
