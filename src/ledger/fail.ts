@@ -1,5 +1,6 @@
 import { BATCH_ENDED, markedSql } from "./arm.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
+import { pendingOrFailedByKey } from "./pick.js";
 
 // The attempt was counted when it was picked (pick.ts): recording its failure only closes it. The error goes into
 // the attempt history (attempt_errors, migration 012) when the record closes the attempt: its stamp was still on
@@ -8,7 +9,7 @@ import { type LedgerContext, type Queryable, statement } from "./context.js";
 // (`commit; begin` in one string, arm.ts): its writes may be there, so the event is dead, never retried, and its
 // last_error says why ($8), unless the caller asked for it dead with its own reason. The back-off runs from the
 // statement's clock, not the batch's start, so a retry lands above the counts' floor (due-floor.ts). The status is
-// tested as "not settled or dead" so that the row is probed by key (pick-lock.ts says why).
+// tested with pendingOrFailedByKey, so the row is probed by key.
 const failSql = statement(
   "fail",
   (s) => `with before as (
@@ -22,7 +23,7 @@ const failSql = statement(
       next_attempt_at = clock_timestamp() + $5::int * interval '1 millisecond',
       attempt_started_at = null
   where source = $1::text and dedupe_key = $2::text
-    and status not in ('settled', 'dead') and attempts = $7::int
+    and ${pendingOrFailedByKey()} and attempts = $7::int
   returning source, dedupe_key, attempts, status
 ), history as (
   insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)

@@ -1,5 +1,5 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
-import { type CountedKey, entityFree, type PickedEvent } from "./pick.js";
+import { type CountedKey, entityFree, type PickedEvent, pendingOrFailedByKey } from "./pick.js";
 
 // Under the row lock, each event must still be the attempt this worker counted: another worker may have counted a
 // later one meanwhile (this one stalled past the back-off), and then only that one may run it. No SKIP LOCKED:
@@ -12,9 +12,7 @@ import { type CountedKey, entityFree, type PickedEvent } from "./pick.js";
 // Postgres leave out every partition of event_bodies but the batch's days when the statement starts (a join's
 // values prune only as each row is probed, after every partition has been opened: with a month of day partitions
 // that cost more than the probes). The span is widened by a millisecond each way: a `Date` drops microseconds.
-// "Not settled or dead" is "pending or failed" (the status constraint) in words that do not imply events_due's
-// predicate, so the rows are probed by key, never read from that index (docs/architecture.md, "Keyed statements
-// never plan from events_due"; the same in fail.ts and uncount.ts).
+// The status is tested with pendingOrFailedByKey, so the rows are probed by key, never read from events_due.
 const lockSql = statement(
   "pick-lock",
   (
@@ -29,7 +27,7 @@ join lateral (
   where b.source = e.source and b.dedupe_key = e.dedupe_key and b.received_at = e.received_at
     and b.received_at between $4::timestamptz and $5::timestamptz
 ) b on true
-where e.attempt_started_at is not null and e.status not in ('settled', 'dead')
+where e.attempt_started_at is not null and ${pendingOrFailedByKey("e")}
 order by k.n
 for update of e`,
 );

@@ -59,6 +59,20 @@ const LEASE_FLOOR_MS = 2000;
 const LEASE_CAP_MS = 30_000;
 
 /**
+ * SQL that is true when the row in scope (`alias`, or none) is pending or failed, written as the statuses it is not
+ * (the `events_status` constraint, migration 002, allows five), for statements that name their events by key: in
+ * this form it does not imply the predicate of events_due, so the planner probes the rows by key instead of reading
+ * that index whole, which it would do whenever a vacuum had last counted the index empty (docs/architecture.md,
+ * "Keyed statements never plan from events_due"). A test holds the list to the constraint.
+ *
+ * @example
+ * `update ${s}.events e set … where e.source = $1::text and e.dedupe_key = $2::text and ${pendingOrFailedByKey("e")}`
+ */
+export function pendingOrFailedByKey(alias?: string): string {
+  return `${alias === undefined ? "" : `${alias}.`}status not in ('settled', 'dead', 'inline')`;
+}
+
+/**
  * SQL that tries the transaction-scoped advisory lock of the entity of the row in scope (`entity_type`,
  * `entity_id`): one event per entity in flight. The count tries it and skips events whose entity another
  * transaction holds (the count's own try ends with its statement); the batch's transaction takes it for good next

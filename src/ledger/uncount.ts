@@ -1,6 +1,6 @@
 import { BATCH_ENDED, markedSql } from "./arm.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
-import type { CountedKey } from "./pick.js";
+import { type CountedKey, pendingOrFailedByKey } from "./pick.js";
 
 // Only an event still at the counted attempt, stamped and not settled, failed or dead since: a give-back that comes
 // after the batch's transaction ended (a cut-off handler, a handler that ended it itself, a failed commit) never
@@ -8,7 +8,7 @@ import type { CountedKey } from "./pick.js";
 // transaction committed (a handler of its batch committed it: arm.ts) is made dead instead, since its writes may be
 // there, and its failure goes into the attempt history; the batch's row of marks ($4) is deleted, its events all
 // ended here. A given-back event is stamped with the statement's clock, above the counts' floor (due-floor.ts).
-// The status is tested as "not settled or dead" so that the rows are probed by key (pick-lock.ts says why).
+// The status is tested with pendingOrFailedByKey, so the rows are probed by key.
 const uncountSql = statement(
   "uncount",
   (s) => `with k as (
@@ -24,7 +24,7 @@ const uncountSql = statement(
       next_attempt_at = case when k.armed then e.next_attempt_at else clock_timestamp() end
   from k
   where e.source = k.source and e.dedupe_key = k.dedupe_key and e.attempts = k.attempts
-    and e.attempt_started_at is not null and e.status not in ('settled', 'dead')
+    and e.attempt_started_at is not null and ${pendingOrFailedByKey("e")}
   returning e.source, e.dedupe_key, e.attempts, k.armed
 ), history as (
   insert into ${s}.attempt_errors (source, dedupe_key, attempt, error)

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { PoolClient } from "../../src/db/pool.js";
 import { failEvent } from "../../src/ledger/fail.js";
-import { countAttempts } from "../../src/ledger/pick.js";
+import { countAttempts, pendingOrFailedByKey } from "../../src/ledger/pick.js";
 import { lockAttempts } from "../../src/ledger/pick-lock.js";
 import { uncountAttempts } from "../../src/ledger/uncount.js";
 import { freshLedger, onClient, type TestLedger } from "../helpers/db.js";
@@ -103,4 +103,19 @@ test("lockAttempts, failEvent and uncountAttempts probe events by key when event
     assert.doesNotMatch(plan, /events_due|Seq Scan on events/, `${name} read the backlog:\n${plan}`);
     assert.match(plan, /Index Scan using events_pkey on events/, `${name}:\n${plan}`);
   }
+});
+
+test("pendingOrFailedByKey names every status of the events_status constraint but pending and failed", async () => {
+  const { rows } = await t.pool.query<{ def: string }>(
+    `select pg_get_constraintdef(c.oid) as def from pg_constraint c
+     where c.conname = 'events_status' and c.conrelid = '${t.ledger.s}.events'::regclass`,
+  );
+  const allowed = [...(rows[0]?.def ?? "").matchAll(/'([a-z_]+)'::text/g)].map((m) => m[1]);
+  const excluded = [...pendingOrFailedByKey().matchAll(/'([a-z_]+)'/g)].map((m) => m[1]);
+  assert.ok(allowed.length >= 4, `statuses read from ${JSON.stringify(rows[0]?.def)}`);
+  assert.deepEqual(allowed.filter((status) => !excluded.includes(status)).sort(), ["failed", "pending"]);
+  assert.deepEqual(
+    excluded.filter((status) => !allowed.includes(status)),
+    [],
+  );
 });
