@@ -62,8 +62,9 @@ export async function fillSettled(
 // measured window, and the full ledger's figures pay for the fill. The bodies are vacuumed too: a run's rows are
 // deleted from today's partition, which a live ledger never does, and autovacuum finding it holding only dead rows
 // left it planned as empty while its pages stayed (reltuples 0): the worker's lock then read the day's whole key
-// index for each event of the next run, ~2,000 buffers each, and ran at a fifth of its rate (docs/benchmarks.md,
-// "Scale"). Vacuumed here, with nothing running, the partition is truncated and planned from its real size.
+// index for each event of the next run, ~2,000 buffers each, and ran at a fifth of its rate (docs/benchmarks.md, "A
+// plan that read the whole day"). Vacuumed here, with nothing running, the partition is truncated and planned from
+// its real size.
 async function settle(db: pg.ClientBase, schema: string): Promise<void> {
   await db.query(`vacuum analyze ${schema}.events`);
   await db.query(`vacuum analyze ${schema}.event_bodies`);
