@@ -5,7 +5,7 @@ import { failEvent } from "../../src/ledger/fail.js";
 import { countAttempts, pendingOrFailedByKey } from "../../src/ledger/pick.js";
 import { lockAttempts } from "../../src/ledger/pick-lock.js";
 import { uncountAttempts } from "../../src/ledger/uncount.js";
-import { freshLedger, onClient, type TestLedger } from "../helpers/db.js";
+import { freshLedger, onClient, recordPlans, type TestLedger } from "../helpers/db.js";
 
 // docs/architecture.md, "Keyed statements never plan from events_due": the worker's statements that name their
 // events by key must probe them by key, whatever the statistics of events_due say. A ledger that keeps up is
@@ -48,20 +48,12 @@ after(() => t.drop());
 /** Runs `fn` on a client whose every statement's plan (generic, as a long-lived worker connection's) it returns. */
 async function plansOf(fn: (client: PoolClient) => Promise<unknown>): Promise<string[]> {
   const client = await t.pool.connect();
-  const plans: string[] = [];
-  const onNotice = (notice: { message?: string | undefined }) => {
-    plans.push(notice.message ?? "");
-  };
   try {
-    await client.query("load 'auto_explain'");
-    await client.query("set auto_explain.log_min_duration = 0");
-    await client.query("set auto_explain.log_level = notice");
+    const plans = await recordPlans(client);
     await client.query("set plan_cache_mode = force_generic_plan");
-    client.on("notice", onNotice);
     await fn(client);
     return plans;
   } finally {
-    client.off("notice", onNotice);
     client.release(true);
   }
 }

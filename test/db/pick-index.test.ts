@@ -4,7 +4,7 @@ import type { PoolClient } from "../../src/db/pool.js";
 import { dueFloor } from "../../src/ledger/due-floor.js";
 import { countAttempts } from "../../src/ledger/pick.js";
 import { lockAttempts } from "../../src/ledger/pick-lock.js";
-import { freshLedger, onClient, type TestLedger } from "../helpers/db.js";
+import { freshLedger, onClient, recordPlans, type TestLedger } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
 
 let t: TestLedger;
@@ -105,12 +105,7 @@ test("countAttempts walks events_due in order when the statistics predate the ba
     await insert("first_", 40, false);
     await burst.pool.query(`analyze ${burst.ledger.s}.events`);
     await insert("evt_", 20_000, false);
-    // auto_explain hands the plan of every statement this session runs to the client as a notice.
-    const plans: string[] = [];
-    client.on("notice", (notice) => plans.push(notice.message ?? ""));
-    await client.query("load 'auto_explain'");
-    await client.query("set auto_explain.log_min_duration = 0");
-    await client.query("set auto_explain.log_level = notice");
+    const plans = await recordPlans(client);
     const oldest = await burst.pool.query<{ dedupe_key: string }>(
       `select dedupe_key from ${burst.ledger.s}.events where status = 'pending' order by next_attempt_at limit 50`,
     );
@@ -125,7 +120,7 @@ test("countAttempts walks events_due in order when the statistics predate the ba
     assert.match(count, /Index Scan using events_due/);
     assert.doesNotMatch(count, /Bitmap Heap Scan on events|Seq Scan on events/);
   } finally {
-    client.release();
+    client.release(true);
     await burst.drop();
   }
 });

@@ -85,3 +85,16 @@ export async function onClient<T>(ledger: TestLedger, fn: (client: PoolClient) =
     client.release();
   }
 }
+
+/**
+ * Collects the plan of every statement `client` runs from now on (auto_explain at notice level hands each one to the
+ * client). The session keeps the settings: release the client with `release(true)`.
+ */
+export async function recordPlans(client: PoolClient): Promise<string[]> {
+  await client.query("load 'auto_explain'");
+  await client.query("set auto_explain.log_min_duration = 0");
+  await client.query("set auto_explain.log_level = notice");
+  const plans: string[] = [];
+  client.on("notice", (notice) => plans.push(notice.message ?? ""));
+  return plans;
+}
