@@ -11,6 +11,7 @@ import { type CountedKey, countAttempts } from "../ledger/pick.js";
 import { lockAttempts } from "../ledger/pick-lock.js";
 import { type BatchEnd, settleAttempts } from "../ledger/settle.js";
 import { forgetMarks } from "../ledger/unmark.js";
+import { armGate } from "./arm-gate.js";
 import { type AttemptDeps, logFields, recordFailure, reportAttempt } from "./attempt.js";
 import {
   type Batch,
@@ -190,11 +191,11 @@ export async function runCounted(
     entry.failed = { status, error, text, message };
     return true;
   };
-  // One round trip per event besides its handler's (arm.ts): the previous event's savepoint is released (savepoints
-  // do not nest a batch deep), this event's taken and the event armed. False: the transaction is no longer the
-  // batch's (no savepoint to release, or the arm found another transaction), so the last handler ended it. Any
-  // other error fails the batch, as a lost connection would: it rolls back and its events are due again.
-  const arm = async (entry: Entry): Promise<boolean> => {
+  // An event's arm (arm.ts) goes with its handler's first query (arm-gate.ts); this one sends it alone, for a handler
+  // that failed before querying, so that its failure is recorded in a savepoint of its own. False: the transaction
+  // is no longer the batch's (no savepoint to release, or the arm found another transaction), so the last handler
+  // ended it. Any other error fails the batch, as a lost connection would: it rolls back and its events are due again.
+  const armNow = async (entry: Entry): Promise<boolean> => {
     try {
       return await armAttempt(client, deps.ledger, entry.event, open, open ? undefined : plans);
     } catch (error) {
@@ -217,22 +218,46 @@ export async function runCounted(
       entry.outcome = "unhandled";
       continue;
     }
-    if (!(await arm(entry))) {
+    entry.called = true;
+    // The previous event's savepoint is released by this one's arm (savepoints do not nest a batch deep); the
+    // first arm of the batch gives the handlers the session's plan_cache_mode back.
+    const gate = armGate(deps.ledger, entry.event, open, open ? undefined : plans);
+    const result = await runHandler(deps, client, entry.event, handler, gate);
+    if (!result.ok && result.cut) return cutOff(deps, conn, batch, entry, { ...result, cut: result.cut });
+    const arm = await gate.settled();
+    if (arm.kind === "ended" || arm.kind === "failed") {
+      // Nothing of this handler lasts: its queries were skipped, refused by the aborted transaction, or ran in one
+      // the batch rolls back. It is given back uncounted, or with the batch.
       entry.ran = false;
+      entry.called = false;
+      const aborted = arm.kind === "failed" ? abortedBy(arm.error) : undefined;
+      if (arm.kind === "failed" && !aborted) throw arm.error;
       if (!last) throw new Error(`the batch's transaction ${xid} changed before any handler ran`);
+      if (aborted && (await fail(aborted, new Error(ABORTED), LEFT_FAILED))) continue;
       return endedByHandler(deps, conn, batch, last);
     }
-    open = true;
-    last = entry;
-    entry.called = true;
-    const result = await runHandler(deps, client, entry.event, handler);
-    if (!result.ok && result.cut) return cutOff(deps, conn, batch, entry, { ...result, cut: result.cut });
+    if (arm.kind === "armed") {
+      open = true;
+      last = entry;
+    }
     if (result.ended) return endedByHandler(deps, conn, batch, entry, result.ok ? undefined : result.error);
-    if (result.ok && client.getTransactionStatus() !== "E") {
+    // A handler that made no query cannot have aborted the transaction; should the status say so, the last armed
+    // handler did, and the next statement finds it (abortedBy).
+    if (result.ok && (arm.kind === "idle" || client.getTransactionStatus() !== "E")) {
       entry.outcome = result.outcome;
       continue;
     }
     const error = result.ok ? new Error(ABORTED) : result.error;
+    if (arm.kind === "idle") {
+      if (!(await armNow(entry))) {
+        entry.ran = false;
+        entry.called = false;
+        if (!last) throw new Error(`the batch's transaction ${xid} changed before any handler ran`);
+        return endedByHandler(deps, conn, batch, last);
+      }
+      open = true;
+      last = entry;
+    }
     // No savepoint: this handler ended the transaction and began another, then failed.
     if (!(await fail(entry, error, result.ok ? LEFT_FAILED : "handler failed"))) {
       return endedByHandler(deps, conn, batch, entry, error);

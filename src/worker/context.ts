@@ -3,6 +3,7 @@ import { advanceVersion } from "../ledger/advance.js";
 import type { LedgerContext } from "../ledger/context.js";
 import { HANDLER_ENDED_TRANSACTION, type PickedEvent } from "../ledger/pick.js";
 import { encodeVersion } from "../ledger/version.js";
+import type { ArmGate } from "./arm-gate.js";
 import type { HandlerContext, HandlerEvent } from "./handlers.js";
 
 /** Rejects a handler's later queries once its attempt is over (it timed out or was abandoned and kept going). */
@@ -41,11 +42,13 @@ export interface AttemptContext {
 /**
  * Builds the context a handler runs with: the event, `ctx.tx` (the event's transaction, guarded: it cannot be
  * released, its transaction cannot be ended, and it refuses queries once the attempt is over) and the version guard.
+ * `gate`: what sends the event's arm ahead of the handler's first query (arm-gate.ts).
  */
 export function attemptContext(
   client: PoolClient,
   ledger: LedgerContext,
   picked: PickedEvent,
+  gate?: ArmGate,
 ): AttemptContext {
   let over = false;
   let ended = false;
@@ -70,7 +73,9 @@ export function attemptContext(
               ),
             );
           }
-          const result = (target.query as (...a: unknown[]) => unknown).apply(target, args);
+          const result = gate
+            ? gate.query(target, args)
+            : (target.query as (...a: unknown[]) => unknown).apply(target, args);
           if (!(result instanceof Promise)) return result;
           const check = () => {
             // pg reads the status from the server's ReadyForQuery, before it settles the query: "I" is outside

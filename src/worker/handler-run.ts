@@ -1,5 +1,6 @@
 import type { PoolClient } from "../db/pool.js";
 import type { PickedEvent } from "../ledger/pick.js";
+import type { ArmGate } from "./arm-gate.js";
 import type { AttemptDeps } from "./attempt.js";
 import { attemptContext } from "./context.js";
 import type { Handler } from "./handlers.js";
@@ -14,8 +15,8 @@ export type HandlerResult =
   | { ok: false; error: Error; cut: "timeout" | "abandoned" | false; ended: boolean };
 
 /**
- * Runs the event's handler inside the batch's transaction, in the savepoint the batch opened for it, racing the
- * handler timeout and the worker's abandon signal.
+ * Runs the event's handler inside the batch's transaction, its queries behind the event's arm (`gate`, which opens
+ * its savepoint), racing the handler timeout and the worker's abandon signal.
  *
  * @example
  * const result = await runHandler(deps, client, picked, handler);
@@ -25,8 +26,9 @@ export async function runHandler(
   client: PoolClient,
   picked: PickedEvent,
   handler: Handler,
+  gate?: ArmGate,
 ): Promise<HandlerResult> {
-  const attempt = attemptContext(client, deps.ledger, picked);
+  const attempt = attemptContext(client, deps.ledger, picked, gate);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
