@@ -39,8 +39,8 @@ const NO_SAVEPOINT = "3B001";
  * sends that query in the extended protocol (db/pipeline.ts), else queued just before it. Either way the handler's
  * query runs after the arm or not at all: after a failed arm the server skipped it, or the aborted transaction
  * refused it, or (the mark found another transaction) it ran in a transaction the batch rolls back. A handler that
- * never queries is never armed: it wrote nothing a commit of its own could make durable. The saved round trip was
- * a median +27 % of events per second at ten slots (docs/benchmarks.md, "What the arm cost").
+ * never queries is never armed: it wrote nothing a commit of its own could make durable. The round trip this saves
+ * was 7-12 % of the worker's CPU per event (process and backends; docs/benchmarks.md, "What the arm cost").
  *
  * @example
  * const gate = armGate(deps.ledger, entry.event, open, plans);
