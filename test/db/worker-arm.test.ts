@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { type HandlerContext, Handlers, silentLogger, startWorker } from "hookledger";
+import { type HandlerContext, Handlers } from "hookledger";
 import pg from "pg";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimNumbered, type EventState, eventStates } from "../helpers/events.js";
+import { withTestWorker } from "../helpers/worker.js";
 
 // docs/architecture.md, "Batches": each event's arm (its savepoint and its mark) travels with its handler's first
 // query, in the same round trip when pg sends that query in the extended protocol, else queued just before it.
@@ -30,23 +31,18 @@ async function run(source: string, handlers: Handlers, done: () => Promise<boole
       roundTrips += 1;
     });
   });
-  const worker = startWorker({
+  await withTestWorker(
+    t,
     pool,
-    connectionString: t.url,
-    ledger: t.ledger,
     handlers,
-    log: silentLogger(),
-    concurrency: 1,
-    pollIntervalMs: 50,
-    retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 20 },
-    batchBudgetMs: 60_000,
-  });
-  try {
-    await waitFor(`${source} done`, done, 60_000);
-  } finally {
-    await worker.stop(10_000);
-    await pool.end();
-  }
+    {
+      concurrency: 1,
+      pollIntervalMs: 50,
+      retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 20 },
+      batchBudgetMs: 60_000,
+    },
+    () => waitFor(`${source} done`, done, 60_000),
+  );
   return roundTrips;
 }
 

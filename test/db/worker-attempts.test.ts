@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { createPool, Handlers, type Pool, silentLogger, startWorker } from "hookledger";
+import { createPool, Handlers, type Pool } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimTestEvent } from "../helpers/events.js";
+import { withTestWorker } from "../helpers/worker.js";
 
 // docs/architecture.md §6: attempts are counted durably, whatever ends them, and one failing event never blocks the
 // events behind it.
@@ -22,24 +23,10 @@ before(async () => {
 
 after(() => t.drop());
 
-async function withWorker(handlers: Handlers, body: () => Promise<void>): Promise<void> {
+function withWorker(handlers: Handlers, body: () => Promise<void>): Promise<void> {
   const pool: Pool = createPool({ connectionString: t.url, role: "work", max: 4 });
-  const worker = startWorker({
-    pool,
-    connectionString: t.url,
-    ledger: t.ledger,
-    handlers,
-    log: silentLogger(),
-    concurrency: 2,
-    pollIntervalMs: 100,
-    retry: { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 400 },
-  });
-  try {
-    await body();
-  } finally {
-    await worker.stop(10_000);
-    await pool.end();
-  }
+  const retry = { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 400 };
+  return withTestWorker(t, pool, handlers, { concurrency: 2, pollIntervalMs: 100, retry }, body);
 }
 
 async function statuses(source: string): Promise<Record<string, number>> {

@@ -1,19 +1,11 @@
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, test } from "node:test";
-import {
-  type AttemptReport,
-  createPool,
-  Handlers,
-  type Pool,
-  silentLogger,
-  startWorker,
-  type Worker,
-  type WorkerOptions,
-} from "hookledger";
+import { type AttemptReport, createPool, Handlers, type Pool, type Worker } from "hookledger";
 import pg from "pg";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
 import { claimNumbered, type EventState, eventStates } from "../helpers/events.js";
+import { type TestWorkerOptions, withTestWorker } from "../helpers/worker.js";
 
 // docs/architecture.md §6 and "Batches": a worker runs due events in batches, one transaction each, every event in a
 // savepoint of its own; a failing handler rolls back only its own writes, and a handler that ends the transaction
@@ -32,36 +24,24 @@ before(async () => {
 
 after(() => t.drop());
 
-type Extra = Partial<Omit<WorkerOptions, "pool" | "connectionString" | "ledger" | "handlers" | "log">>;
-
 /**
  * One worker with one slot and a budget no batch reaches, so that every due event is in its first batch; on a work
  * pool of hookledger's unless `pool` is given (it is ended afterwards all the same).
  */
-async function withWorker(
+function withWorker(
   handlers: Handlers,
-  extra: Extra,
+  extra: TestWorkerOptions,
   body: (worker: Worker) => Promise<void>,
   pool: Pool = createPool({ connectionString: t.url, role: "work", max: 3 }),
 ) {
-  const worker = startWorker({
-    pool,
-    connectionString: t.url,
-    ledger: t.ledger,
-    handlers,
-    log: silentLogger(),
+  const options: TestWorkerOptions = {
     concurrency: 1,
     pollIntervalMs: 50,
     retry: { maxAttempts: 3, baseDelayMs: 60_000, maxDelayMs: 60_000 },
     batchBudgetMs: 60_000,
     ...extra,
-  });
-  try {
-    await body(worker);
-  } finally {
-    await worker.stop(10_000);
-    await pool.end();
-  }
+  };
+  return withTestWorker(t, pool, handlers, options, body);
 }
 
 // Each test claims under a source of its own, ids prefixed with the source.
