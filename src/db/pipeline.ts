@@ -93,6 +93,10 @@ export function queryAfter(
   if (inner._result && !inner._result._types) inner._result._types = internals._types;
   const result = new Promise<unknown>((resolve, reject) => {
     inner.callback = (error, value) => (error ? reject(error) : resolve(value));
+  }).catch((error: unknown) => {
+    // As `client.query` does: the stack leads back to the caller, not to the socket's read.
+    if (error instanceof Error) Error.captureStackTrace(error);
+    throw error;
   });
   const ahead = new Promise<AheadResult>((resolve) => {
     client.query(new StepsAhead(steps, inner, resolve) as unknown as PgTypes.Submittable);

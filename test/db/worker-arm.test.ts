@@ -177,3 +177,55 @@ test("handlers that make no query are never armed: one that returns settles, one
     [[1], undefined, [1], [2], [1]],
   );
 });
+
+test("a first query the server refuses after the arm ran, or whose values cannot be sent, fails its own event alone", async () => {
+  const ids = await claimNumbered(t.pool, t.ledger, "refused", "refused", 4);
+  const [, syntax, , unsendable] = ids;
+  const handlers = new Handlers().on("refused", "*", async (ctx) => {
+    if (ctx.event.attempt === 1 && ctx.event.id === syntax) {
+      await ctx.tx.query(`insert into ${s}.applied (event_id, attempt) valuez ($1, $2)`, [ctx.event.id, 1]);
+    }
+    if (ctx.event.attempt === 1 && ctx.event.id === unsendable) {
+      const value = {
+        toPostgres() {
+          throw new Error("this value cannot be sent");
+        },
+      };
+      await ctx.tx.query(insert(), [ctx.event.id, value]);
+    }
+    await FORMS.parameterised(ctx);
+  });
+  await run("refused", handlers, settledAll("refused"));
+  const rows = await states("refused");
+  for (const id of ids) {
+    const row = rows.get(id);
+    const failedOnce = id === syntax || id === unsendable;
+    assert.deepEqual(
+      [row?.status, row?.outcome, row?.attempts],
+      ["settled", "applied", failedOnce ? 2 : 1],
+      id,
+    );
+  }
+  const applied = await writes("refused");
+  assert.deepEqual(
+    ids.map((id) => applied.get(id)),
+    [[1], [2], [1], [2]],
+  );
+  const { rows: history } = await t.pool.query<{ dedupe_key: string; error: string }>(
+    `select dedupe_key, error from ${t.ledger.s}.attempt_errors where dedupe_key like 'refused\\_%' order by 1`,
+  );
+  assert.deepEqual(
+    history.map((h) => [h.dedupe_key, h.error.split("\n")[0]]),
+    [
+      [syntax, 'syntax error at or near "valuez"'],
+      [unsendable, "this value cannot be sent"],
+    ],
+  );
+  for (const { dedupe_key, error } of history) {
+    assert.match(
+      error,
+      /\n {4}at .*worker-arm\.test\.ts:\d+:\d+\)/,
+      `${dedupe_key}: the stack leads to the handler`,
+    );
+  }
+});
