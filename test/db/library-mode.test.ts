@@ -5,10 +5,10 @@ import { after, before, test } from "node:test";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { integer, pgSchema, text } from "drizzle-orm/pg-core";
 import pg from "pg";
-import { isHookledgerPool, silentLogger } from "hookledger";
+import { isHookledgerPool } from "hookledger";
 import { Handlers } from "hookledger";
-import { startWorker } from "hookledger";
 import { freshLedger, type TestLedger, waitFor } from "../helpers/db.js";
+import { withTestWorker } from "../helpers/worker.js";
 import { claimTestEvent } from "../helpers/events.js";
 import { send, serve, stripeBody, stripeHeaders, testReceiver } from "../helpers/http.js";
 
@@ -173,7 +173,6 @@ test("the receiver on the app's pool answers accepted, then duplicate", async ()
 
 test("drizzle(ctx.tx): a business row commits with the settle, and rolls back with a handler that throws", async () => {
   const pool = new pg.Pool({ connectionString: t.url, max: 4 });
-  pools.push(pool);
   await t.pool.query(`create table ${t.ledger.s}.orders (id text primary key, amount integer not null)`);
   const orders = pgSchema(t.schema).table("orders", {
     id: text("id").primaryKey(),
@@ -198,16 +197,8 @@ test("drizzle(ctx.tx): a business row commits with the settle, and rolls back wi
   await claim("evt_throws", "order.paid", { id: "ord_throws", amount: 5, fail: true });
   await claim("evt_nested", "order.nested", { id: "ord_nested", amount: 1 });
 
-  const worker = startWorker({
-    pool,
-    connectionString: t.url,
-    ledger: t.ledger,
-    handlers,
-    log: silentLogger(),
-    pollIntervalMs: 50,
-    retry: { maxAttempts: 1 },
-  });
-  try {
+  // The helper ends the app's pool with the worker.
+  await withTestWorker(t, pool, handlers, { pollIntervalMs: 50, retry: { maxAttempts: 1 } }, async () => {
     const states = async () =>
       (
         await t.pool.query<{
@@ -231,7 +222,5 @@ test("drizzle(ctx.tx): a business row commits with the settle, and rolls back wi
     assert.match(nested?.last_error ?? "", /^Failed query: begin/);
     const rows = await drizzle(t.pool).select().from(orders);
     assert.deepEqual(rows, [{ id: "ord_ok", amount: 100 }]);
-  } finally {
-    await worker.stop(5000);
-  }
+  });
 });
