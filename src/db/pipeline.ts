@@ -175,6 +175,7 @@ class StepsAhead {
 
   handleReadyForQuery(connection: Wire): void {
     if (this.left > 0) {
+      if (this.settled) return; // handleError has failed the steps and the query already.
       const error = new Error("the server answered a pipelined query without running the steps ahead of it");
       this.done({ ok: false, error });
       this.inner.callback?.(error);
