@@ -19,16 +19,16 @@ export const BATCH_ENDED =
   "handler or one run after it: what this event's handler wrote may have been committed without the settle, so the " +
   "event is not retried; fix the handler, then `hookledger events retry`";
 
-// The mark: the event's slot's bit in its batch's row of batch_marks (migration 015), which only transaction `xid`
-// (the batch's) can see to update: a handler that ended the transaction and began another (`commit; begin`) leaves
-// the connection in a transaction where no status check sees the switch, and the next arm then finds no row.
-// Prepared with SQL PREPARE, once per session, so that the update is not planned again for every event (measured on
-// PG15: 25 µs of backend CPU per event instead of 55-70 µs for the same statement sent as text); the arm's steps bind
-// it by name ahead of the handler's first query (worker/arm-gate.ts), or EXECUTE it in a simple-protocol query. One mark per event, in its
-// savepoint, rather than one marking the whole batch when it locks its rows: a handler's commit would then make the
-// events whose turn had not come dead too, for a moment or, should the worker die then, for good. The mark used to
-// be the event's own row set dead, a third update through every index of events per event: ~120 µs of ~330 µs of
-// database time per event (docs/benchmarks.md, "What the arm cost").
+// The mark: the event's slot's bit in its batch's row of batch_marks (migration 015), which only transaction `xid` (the
+// batch's) can see to update: a handler that ended the transaction and began another (`commit; begin`) leaves the
+// connection in a transaction where no status check sees the switch, and the next arm then finds no row. Prepared with
+// SQL PREPARE, once per session, so that the update is not planned again for every event (measured on PG15: 25 µs of
+// backend CPU per event instead of 55-70 µs for the same statement sent as text); the arm's steps bind it by name ahead
+// of the handler's first query (worker/arm-gate.ts), or EXECUTE it in a simple-protocol query. One mark per event, in
+// its savepoint, rather than one marking the whole batch when it locks its rows: a handler's commit would then make the
+// events whose turn had not come dead too, for a moment or, should the worker die then, for good. The mark used to be
+// the event's own row set dead, a third update through every index of events per event: ~120 µs of ~330 µs of database
+// time per event (docs/benchmarks.md, "What the arm cost").
 // Short enough that every schema's name fits an identifier's 63 bytes (a schema has at most 51, context.ts): Postgres
 // would cut a longer one, and then never find it by the name given.
 const armName = (ledger: LedgerContext) => `hl_arm_${ledger.schema}`;
