@@ -23,6 +23,7 @@ import {
   reportSettled,
 } from "./batch-end.js";
 import { failureText } from "./failure-text.js";
+import type { CountTurns } from "./count-turns.js";
 import type { DueFloorKeeper } from "./floor.js";
 import { runHandler } from "./handler-run.js";
 import { FROZEN_AFTER_MS } from "./heartbeat.js";
@@ -43,20 +44,24 @@ const LEFT_FAILED = "handler left its transaction failed";
 
 /**
  * Runs one batch of due events. Their attempts are counted first, in one statement of its own (with a back-off,
- * should the batch never record an outcome because its process died); then one transaction locks their rows and
- * entities (pick-lock.ts) and runs each event in a savepoint of its own: arm (arm.ts) → handler → guard. A handler
- * that throws is
- * rolled back to its savepoint and its failure recorded in the same transaction, so its row lock is never released
- * between the failure and its record, and its neighbours keep their writes. One statement settles every event
- * that ran (and gives back those that did not), one commit makes it all durable. After `batchBudgetMs` no new
- * event starts. The rarer ends (a handler cut off by its timeout or by `stop()`, one that ended the transaction
- * itself, a commit the server refuses) are in batch-end.ts.
+ * should the batch never record an outcome because its process died) and in the worker's turn (count-turns.ts);
+ * then one transaction locks their rows and entities (pick-lock.ts) and runs each event in a savepoint of its own:
+ * arm (arm.ts) → handler → guard. A handler that throws is rolled back to its savepoint and its failure recorded
+ * in the same transaction, so its row lock is never released between the failure and its record, and its
+ * neighbours keep their writes. One statement settles every event that ran (and gives back those that did not), one
+ * commit makes it all durable. After `batchBudgetMs` no new event starts. The rarer ends (a handler cut off by its
+ * timeout or by `stop()`, one that ended the transaction itself, a commit the server refuses) are in batch-end.ts.
  *
  * @example
- * const batch = await runBatch(deps, 50, dueFloorKeeper(deps.ledger));
+ * const batch = await runBatch(deps, 50, dueFloorKeeper(deps.ledger), countTurns());
  * if (batch.counted === 0) await sleep(pollIntervalMs);
  */
-export async function runBatch(deps: AttemptDeps, limit: number, floor: DueFloorKeeper): Promise<BatchRun> {
+export async function runBatch(
+  deps: AttemptDeps,
+  limit: number,
+  floor: DueFloorKeeper,
+  turns: CountTurns,
+): Promise<BatchRun> {
   const client = await deps.pool.connect();
   // The pool listens for errors of idle clients only. A connection lost while checked out but between statements
   // (a handler awaiting an API call when the server restarts) would be an uncaught 'error' event that takes the
@@ -74,7 +79,9 @@ export async function runBatch(deps: AttemptDeps, limit: number, floor: DueFloor
     },
   };
   try {
-    const counted = await countAttempts(client, deps.ledger, deps.retry, limit, await floor.current(client));
+    const counted = await turns.take(async () =>
+      countAttempts(client, deps.ledger, deps.retry, limit, await floor.current(client)),
+    );
     const started = performance.now();
     for (const key of counted.filter((k) => k.exhausted)) {
       deps.log.warn(

@@ -7,6 +7,7 @@ import { MAX_BATCH } from "../ledger/pick.js";
 import type { AttemptReport } from "./attempt.js";
 import { defaultRetryPolicy, type RetryPolicy } from "./backoff.js";
 import { runBatch } from "./batch.js";
+import { countTurns } from "./count-turns.js";
 import { dueFloorKeeper } from "./floor.js";
 import type { Handlers } from "./handlers.js";
 import { listenForClaims } from "./wake.js";
@@ -21,7 +22,8 @@ export interface WorkerOptions {
   readonly handlers: Handlers;
   readonly log: Logger;
   /**
-   * Batches run at once in this process; each holds one connection while it runs.
+   * Batches run at once in this process; each holds one connection while it runs. Their counts (a few milliseconds
+   * per batch) take turns: docs/architecture.md, "The slots of a worker count in turn".
    * @defaultValue 4
    */
   readonly concurrency?: number;
@@ -119,6 +121,7 @@ export function startWorker(options: WorkerOptions): Worker {
   };
 
   const floor = dueFloorKeeper(options.ledger);
+  const turns = countTurns();
   const slot = async () => {
     let failures = 0;
     let limit = batchSize;
@@ -126,7 +129,7 @@ export function startWorker(options: WorkerOptions): Worker {
       try {
         // Marked before looking: a claim notified while this slot was busy finding nothing must not wait a poll.
         const mark = waker.mark();
-        const batch = await runBatch(deps, limit, floor);
+        const batch = await runBatch(deps, limit, floor, turns);
         failures = 0;
         // A batch its time budget cut short reached `ran` events: the next takes no more than that, so a slot with
         // slow handlers does not count events only to give them back; otherwise the size grows back.
