@@ -54,7 +54,7 @@ test("startWorker with six slots counts one batch at a time, the next after 2 s 
           await waitFor("a count waiting on the lock", async () => (await waitingCounts()) >= 1, 10_000);
           // Six slots started at once; counting side by side, all six would be waiting by now.
           const seen: number[] = [];
-          const until = Date.now() + 700;
+          const until = Date.now() + 500;
           while (Date.now() < until) {
             seen.push(await waitingCounts());
             await sleep(25);
