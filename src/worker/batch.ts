@@ -79,7 +79,7 @@ export async function runBatch(
     },
   };
   try {
-    const counted = await turns.take(async () =>
+    const counted = await turns.take(limit, async () =>
       countAttempts(client, deps.ledger, deps.retry, limit, await floor.current(client)),
     );
     const started = performance.now();

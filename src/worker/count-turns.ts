@@ -7,6 +7,14 @@
 export const COUNT_TURN_MS = 2000;
 
 /**
+ * The smallest count that waits for its turn. A count of a few events passes few rows another count holds, while a
+ * slot that waits for its turn before each one is held to one count per round trip: at ten slots, batches of one
+ * event ran 25 % slower in turn (406-432 against 314-330 events/s), batches of five and sixteen no differently,
+ * batches of fifty 11 % faster (docs/benchmarks.md, "Why the slots count in turn").
+ */
+export const TURN_FROM_EVENTS = 8;
+
+/**
  * The order in which one worker's slots count their batches (pick.ts, `countAttempts`): one at a time, each in
  * turn. Counts that run side by side walk the same head of `events_due` and pass each other's locked rows (SKIP
  * LOCKED visits them all), so each takes longer: at ten slots, in turn, the count's time per event fell from 123 to
@@ -14,11 +22,14 @@ export const COUNT_TURN_MS = 2000;
  *
  * @example
  * const turns = countTurns();
- * const counted = await turns.take(() => countAttempts(client, ledger, policy, 50, floor));
+ * const counted = await turns.take(50, () => countAttempts(client, ledger, policy, 50, floor));
  */
 export interface CountTurns {
-  /** Runs `count` once the previous turn's count came back, or had run for {@link COUNT_TURN_MS}. */
-  take<T>(count: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `count` (of at most `events` events) once the previous turn's count came back, or had run for
+   * {@link COUNT_TURN_MS}; a count of fewer than {@link TURN_FROM_EVENTS} events at once, taking no turn.
+   */
+  take<T>(events: number, count: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -30,7 +41,8 @@ export interface CountTurns {
 export function countTurns(turnMs = COUNT_TURN_MS): CountTurns {
   let previous: Promise<void> = Promise.resolve();
   return {
-    async take(count) {
+    async take(events, count) {
+      if (events < TURN_FROM_EVENTS) return count();
       const before = previous;
       let pass = () => {};
       previous = new Promise<void>((resolve) => {
