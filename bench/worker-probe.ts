@@ -6,7 +6,8 @@
 // backends serving this process and of this process per event, and the events table's updates (and how many were
 // HOT). (Before migration 014 it also measured 012's attempt-history trigger, which 014 dropped.)
 // `node --import tsx bench/worker-probe.ts` — env DATABASE_URL (the cluster must run on this machine: its backends'
-// CPU is read from /proc), PROBE_ROUNDS (3), PROBE_EVENTS (20000), PROBE_VARIANTS (both, comma separated).
+// CPU is read from /proc), PROBE_ROUNDS (3), PROBE_EVENTS (20000), PROBE_VARIANTS (both, comma separated),
+// PROBE_CONCURRENCY (10: the worker's slots), PROBE_BATCH (the worker's default batch size).
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { CpuTracker, pgPort } from "./lib/cpu.js";
@@ -17,6 +18,8 @@ import { appTableDdl } from "./peers/app-table.js";
 const url = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const rounds = Number(process.env.PROBE_ROUNDS ?? 3);
 const events = Number(process.env.PROBE_EVENTS ?? 20_000);
+const concurrency = Number(process.env.PROBE_CONCURRENCY ?? 10);
+const batchSize = process.env.PROBE_BATCH ? Number(process.env.PROBE_BATCH) : undefined;
 const VARIANTS = {
   shipped: [],
   "no-list-indexes": ["drop index events_received, events_type, events_entity, events_troubled"],
@@ -36,7 +39,12 @@ interface Run {
 
 async function runOnce(admin: pg.Client, variant: Variant): Promise<Run> {
   const schema = `probe_w_${randomBytes(4).toString("hex")}`;
-  const hl = probeHookledger({ connectionString: url, schema, concurrency: 10 });
+  const hl = probeHookledger({
+    connectionString: url,
+    schema,
+    concurrency,
+    ...(batchSize !== undefined && { batchSize }),
+  });
   let closed: Promise<void> | undefined;
   try {
     await hl.migrate();

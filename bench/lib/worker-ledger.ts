@@ -89,6 +89,8 @@ export function probeHookledger(options: {
   readonly connectionString: string;
   readonly schema: string;
   readonly concurrency: number;
+  /** The worker's `batchSize` (its default when absent). */
+  readonly batchSize?: number;
   readonly log?: Logger;
 }): Hookledger {
   const upsert = guardedUpsert(options.schema);
@@ -96,7 +98,10 @@ export function probeHookledger(options: {
     connectionString: options.connectionString,
     schema: options.schema,
     sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_probe"] }],
-    worker: { concurrency: options.concurrency },
+    worker: {
+      concurrency: options.concurrency,
+      ...(options.batchSize !== undefined && { batchSize: options.batchSize }),
+    },
     ...(options.log && { log: options.log }),
   }).on("stripe", "customer.subscription.updated", async (ctx) => {
     const event = ctx.event.payload as { created: number; data: { object: { id: string; status: string } } };
