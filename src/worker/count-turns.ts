@@ -38,7 +38,7 @@ export interface CountTurns {
  * @example
  * const turns = countTurns();
  */
-export function countTurns(turnMs = COUNT_TURN_MS): CountTurns {
+export function countTurns(): CountTurns {
   let previous: Promise<void> = Promise.resolve();
   return {
     async take(events, count) {
@@ -49,7 +49,7 @@ export function countTurns(turnMs = COUNT_TURN_MS): CountTurns {
         pass = resolve;
       });
       await before;
-      const timer = setTimeout(pass, turnMs);
+      const timer = setTimeout(pass, COUNT_TURN_MS);
       timer.unref();
       try {
         return await count();
