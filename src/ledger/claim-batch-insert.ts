@@ -1,10 +1,12 @@
 import { createHash } from "node:crypto";
 import { type ClaimInput, insertValues } from "./claim.js";
 import { type LedgerContext, type Queryable, statement } from "./context.js";
+import { jsonbReadsBody } from "./storable.js";
 import { notTombstonedSql, recheckTombstoneSql } from "./tombstone.js";
 
 /**
- * One delivery of a batched claim: the claim's input (already storable), its body's sha256, its insert values.
+ * One delivery of a batched claim: the claim's input (already storable), its body's sha256, its insert values, and
+ * whether Postgres reads its payload from the body (`values` then holds no payload).
  *
  * @example
  * const row: BatchRow = batchRow(input);
@@ -13,6 +15,7 @@ export interface BatchRow {
   readonly input: Omit<ClaimInput, "notify">;
   readonly sha256: Uint8Array;
   readonly values: readonly unknown[];
+  readonly payloadFromBody: boolean;
 }
 
 // The payload's position in insertValues (claim.ts).
@@ -30,10 +33,11 @@ export function batchRow(input: Omit<ClaimInput, "notify">, bodySha256?: string)
     bodySha256 === undefined
       ? createHash("sha256").update(input.body).digest()
       : Buffer.from(bodySha256, "hex");
-  const values = insertValues(input, sha256);
+  const payloadFromBody = input.event.payloadIsBody === true && jsonbReadsBody(input.body);
+  const values = insertValues(input, sha256, payloadFromBody);
   // A payload with no JSON form (undefined) would break the batch's JSON array for every row; it fails here alone.
   if (values[PAYLOAD] === undefined) throw new Error("the payload has no JSON form");
-  return { input, sha256, values };
+  return { input, sha256, values, payloadFromBody };
 }
 
 const KEY_COLUMNS = `source, dedupe_key, event_type, body_sha256, dedupe_on_body, secret_index, entity_type, entity_id,
@@ -48,13 +52,16 @@ const KEY_COLUMNS = `source, dedupe_key, event_type, body_sha256, dedupe_on_body
 // the payloads as one JSON array ($8), zipped to the rows by ROWS FROM. A bytea[] literal sends each body as hex
 // (twice its size) and a jsonb[] literal escapes every quote of every payload: 22 µs of CPU per row in the process
 // and 17 µs in Postgres, 2 KB Stripe bodies (docs/architecture.md, "Concurrent claims are committed in batches").
+// A row whose payload is its body ($17) has a null in that array and its payload read from its body's bytes, so
+// the process neither serialises nor sends it a second time (docs/architecture.md, "The payload is read from the
+// body").
 const batchCtes = (s: string) => `r as (
   select * from rows from (
     unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bytea[], $7::boolean[], $9::jsonb[],
-      $10::smallint[], $11::text[], $12::text[], $13::numeric[], $14::timestamptz[], $15::text[]),
+      $10::smallint[], $11::text[], $12::text[], $13::numeric[], $14::timestamptz[], $15::text[], $17::boolean[]),
     jsonb_array_elements($8::jsonb)
   ) with ordinality as r(source, dedupe_key, event_type, body_start, body_length, body_sha256, dedupe_on_body, headers,
-    secret_index, entity_type, entity_id, entity_version, occurred_at, arrived_via, payload, ord)
+    secret_index, entity_type, entity_id, entity_version, occurred_at, arrived_via, payload_from_body, payload, ord)
 ), inserted as (
   insert into ${s}.events (${KEY_COLUMNS})
   select ${KEY_COLUMNS}
@@ -65,9 +72,10 @@ const batchCtes = (s: string) => `r as (
   returning source, dedupe_key, received_at, ${recheckTombstoneSql(s)}
 ), bodies as (
   insert into ${s}.event_bodies (source, dedupe_key, received_at, body, payload, headers)
-  select r.source, r.dedupe_key, i.received_at, substring($16::bytea from r.body_start + 1 for r.body_length),
-    r.payload, r.headers
+  select r.source, r.dedupe_key, i.received_at, b.body,
+    case when r.payload_from_body then convert_from(b.body, 'UTF8')::jsonb else r.payload end, r.headers
   from inserted i join r on r.source = i.source and r.dedupe_key = i.dedupe_key
+    cross join lateral (select substring($16::bytea from r.body_start + 1 for r.body_length) as body) b
 )`;
 
 // One NOTIFY for the whole batch, and only when it inserted something: `woken` has one row exactly when
@@ -75,7 +83,7 @@ const batchCtes = (s: string) => `r as (
 const claimBatchSql = statement(
   "claim-batch",
   (s) => `with ${batchCtes(s)},
-woken as (select pg_notify($17::text, '') from inserted limit 1)
+woken as (select pg_notify($18::text, '') from inserted limit 1)
 select source, dedupe_key from inserted, woken`,
 );
 
@@ -132,7 +140,7 @@ export async function insertClaimBatch(
     bodies.map((body) => body.byteLength),
     column(4),
     column(5),
-    `[${column(PAYLOAD).join(",")}]`,
+    `[${sorted.map((row) => (row.payloadFromBody ? "null" : row.values[PAYLOAD])).join(",")}]`,
     column(7),
     column(8),
     column(9),
@@ -141,6 +149,7 @@ export async function insertClaimBatch(
     column(12),
     column(13),
     Buffer.concat(bodies, offset),
+    sorted.map((row) => row.payloadFromBody),
   ];
   const { rows: inserted } = await db.query<{ source: string; dedupe_key: string }>({
     ...(channel === undefined ? claimBatchQuietSql : claimBatchSql)(ledger),

@@ -151,12 +151,17 @@ export const claimCtes = (s: string, options: { inline?: boolean } = {}) => `ins
 )`;
 
 /**
- * The values `$1`–`$14` of {@link claimCtes} for one delivery.
+ * The values `$1`–`$14` of {@link claimCtes} for one delivery. With `payloadFromBody` the payload's place (`$7`) is
+ * left null: the batched claim has Postgres read the payload from the body instead.
  *
  * @example
  * const values = [...insertValues(input, sha256), leaseMs];
  */
-export function insertValues(input: Omit<ClaimInput, "notify">, sha256: Uint8Array): unknown[] {
+export function insertValues(
+  input: Omit<ClaimInput, "notify">,
+  sha256: Uint8Array,
+  payloadFromBody = false,
+): unknown[] {
   const { event } = input;
   return [
     input.source,
@@ -165,7 +170,7 @@ export function insertValues(input: Omit<ClaimInput, "notify">, sha256: Uint8Arr
     input.body,
     sha256,
     event.dedupeOnBodyHash,
-    storablePayloadJson(event.payload),
+    payloadFromBody ? null : storablePayloadJson(event.payload),
     input.headers,
     input.secretIndex,
     event.entity?.type ?? null,

@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { createHash } from "node:crypto";
 import type { ParsedEvent } from "../providers/types.js";
 
@@ -71,6 +72,29 @@ export function storablePayloadJson(payload: unknown): string {
     // fromEntries defines own properties, so a `__proto__` key stays a key.
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableText(k), v]));
   });
+}
+
+// The escapes jsonb refuses (\u0000) or that may stand for a lone surrogate, in either case of hex digit: a body
+// holding one keeps the serialised payload, whose strings storablePayloadJson repairs.
+const REFUSED_ESCAPE = /\\u0000|\\u[dD][89a-fA-F]/;
+const BACKSLASH_U = Buffer.from("\\u");
+
+/**
+ * Whether Postgres reads the body's bytes, as UTF-8 text, into the jsonb the ledger would store for its payload
+ * (when the payload is the body parsed as JSON): valid UTF-8 with no byte order mark (which jsonb refuses), and no
+ * escape jsonb refuses or that may encode a lone surrogate. Numbers are the one difference: jsonb keeps them as
+ * written (`1.50`, an integer past 2^53), where the serialised payload holds JavaScript's rendering of them
+ * (docs/architecture.md, "The payload is read from the body").
+ *
+ * @example
+ * jsonbReadsBody(Buffer.from('{"id":"evt_1"}')); // true
+ * jsonbReadsBody(Buffer.from('{"id":"\\u0000"}')); // false
+ */
+export function jsonbReadsBody(body: Uint8Array): boolean {
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return false;
+  if (!isUtf8(body)) return false;
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return bytes.indexOf(BACKSLASH_U) === -1 || !REFUSED_ESCAPE.test(bytes.toString("utf8"));
 }
 
 /**

@@ -151,6 +151,7 @@ function parseAwardeeEvent(input: VerifyInput, secretIndex: number, options: Awa
       dedupeKey: delivery,
       type,
       payload: json.value,
+      payloadIsBody: true,
       dedupeOnBodyHash: true,
       // Only an ISO string is surely a time; a number may be seconds, milliseconds or a counter.
       ...(iso !== undefined && version !== undefined && { occurredAt: new Date(version) }),

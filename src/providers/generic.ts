@@ -165,6 +165,7 @@ function extractor(options: GenericOptions, signedHeaders: ReadonlySet<string>) 
         dedupeKey: id,
         type,
         payload,
+        payloadIsBody: true,
         dedupeOnBodyHash,
         ...(version?.date && { occurredAt: new Date(version.version) }),
         ...(entity && { entity }),

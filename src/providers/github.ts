@@ -50,6 +50,7 @@ function parseGithubEvent(input: VerifyInput, secretIndex: number): VerifyResult
       dedupeKey: delivery,
       type: action ? `${event}.${action}` : event,
       payload: json.value,
+      payloadIsBody: true,
       dedupeOnBodyHash: true,
     },
   };

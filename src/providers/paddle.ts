@@ -106,6 +106,7 @@ function parsePaddleEvent(body: Uint8Array): ParseResult {
       dedupeKey: id,
       type,
       payload: json.value,
+      payloadIsBody: true,
       dedupeOnBodyHash: false,
       ...(!Number.isNaN(ms) && { occurredAt: new Date(ms) }),
       ...(entity && { entity }),

@@ -70,6 +70,7 @@ function parseShopifyEvent(input: VerifyInput, secretIndex: number): VerifyResul
       dedupeKey: id,
       type: topic,
       payload: json.value,
+      payloadIsBody: true,
       dedupeOnBodyHash: true,
       ...(!Number.isNaN(triggered) && { occurredAt: new Date(triggered) }),
       ...(entity && { entity }),

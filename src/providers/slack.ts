@@ -135,7 +135,14 @@ function eventsApi(body: Record<string, unknown>): Parsed {
     const occurredAt = new Date(minute * 1000);
     return {
       ok: true,
-      value: { dedupeKey: key, type: envelope, payload: body, occurredAt, dedupeOnBodyHash: false },
+      value: {
+        dedupeKey: key,
+        type: envelope,
+        payload: body,
+        payloadIsBody: true,
+        occurredAt,
+        dedupeOnBodyHash: false,
+      },
     };
   }
   const id = stringField(body.event_id);
@@ -150,6 +157,7 @@ function eventsApi(body: Record<string, unknown>): Parsed {
       dedupeKey: id,
       type,
       payload: body,
+      payloadIsBody: true,
       dedupeOnBodyHash: false,
       ...(time !== undefined && { occurredAt: new Date(time * 1000) }),
     },

@@ -108,6 +108,7 @@ function parseStandardEvent(body: Uint8Array, id: string, secretIndex: number): 
       dedupeKey: id,
       type,
       payload: json.value,
+      payloadIsBody: true,
       dedupeOnBodyHash: false,
       ...(occurredAt && { occurredAt }),
       ...(entity && { entity }),

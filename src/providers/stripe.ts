@@ -78,7 +78,9 @@ export function stripeProvider(options: StripeOptions = {}): Provider {
 
 function parseStripeBody(body: Uint8Array): ParseResult {
   const json = parseJsonObject(body);
-  return json.ok ? stripeEventFromJson(json.value) : json;
+  if (!json.ok) return json;
+  const parsed = stripeEventFromJson(json.value);
+  return parsed.ok ? { ok: true, event: { ...parsed.event, payloadIsBody: true } } : parsed;
 }
 
 /**

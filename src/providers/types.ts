@@ -62,6 +62,14 @@ export interface ParsedEvent {
   readonly type: string;
   /** The parsed JSON body. */
   readonly payload: unknown;
+  /**
+   * True when `payload` is the whole body parsed as JSON from UTF-8 text, as every built-in provider's JSON
+   * deliveries are. The batched claim then lets Postgres read the stored payload from the body's bytes instead of
+   * serialising `payload` again (docs/architecture.md, "The payload is read from the body"). Leave it unset when the
+   * payload is anything else (a form's fields, an inner document, an object built in code).
+   * @defaultValue false
+   */
+  readonly payloadIsBody?: boolean;
   /** When the provider says the event happened, if it says. */
   readonly occurredAt?: Date;
   /** The entity and version for the default version guard, if the provider can tell. */

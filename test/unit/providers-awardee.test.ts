@@ -68,6 +68,7 @@ test("verify(awardee) accepts the default hex HMAC-SHA256 of the body and parses
       dedupeKey: DELIVERY,
       type: "awardee.updated",
       payload: awarded,
+      payloadIsBody: true,
       dedupeOnBodyHash: true,
       occurredAt: new Date(ms),
       entity: { type: "awardee", id: "aw_1", version: ms },

@@ -72,6 +72,7 @@ test("verify(generic) accepts the hex HMAC of the body and reads id and type by 
     dedupeKey: "evt_1",
     type: "order.updated",
     payload: body,
+    payloadIsBody: true,
     dedupeOnBodyHash: false,
   });
 });

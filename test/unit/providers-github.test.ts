@@ -61,7 +61,13 @@ test("verify(github) accepts a delivery signed by octokit and types it event.act
   assert.deepEqual(result, {
     ok: true,
     secretIndex: 0,
-    event: { dedupeKey: DELIVERY, type: "pull_request.opened", payload: pullRequest, dedupeOnBodyHash: true },
+    event: {
+      dedupeKey: DELIVERY,
+      type: "pull_request.opened",
+      payload: pullRequest,
+      payloadIsBody: true,
+      dedupeOnBodyHash: true,
+    },
   });
 });
 

@@ -52,6 +52,7 @@ test("verify(shopify) accepts the library's HMAC and parses id, topic, exact ent
   assert.deepEqual(event, {
     dedupeKey: "98880550-7158-44d4-b7cd-2c97c8a091b5",
     type: "orders/updated",
+    payloadIsBody: true,
     dedupeOnBodyHash: true,
     occurredAt: new Date("2026-01-01T00:00:00.123Z"),
     entity: { type: "orders", id: "820982911946154508", version: Date.parse("2025-12-31T23:00:00Z") },

@@ -76,6 +76,7 @@ test("verify(slack) parses an Events API callback: event_id, event.type, event_t
       dedupeKey: "Ev123ABC456",
       type: "app_mention",
       payload: callback,
+      payloadIsBody: true,
       dedupeOnBodyHash: false,
       occurredAt: new Date(1767225590 * 1000),
     },

@@ -81,6 +81,7 @@ test("verify(standard) accepts a delivery signed by standardwebhooks and parses 
       dedupeKey: MSG_ID,
       type: "invoice.paid",
       payload: invoicePaid,
+      payloadIsBody: true,
       dedupeOnBodyHash: false,
       occurredAt: new Date(ms),
       entity: { type: "invoice", id: "in_1", version: ms },

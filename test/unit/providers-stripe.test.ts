@@ -56,6 +56,7 @@ test("verify(stripe) accepts a header from stripe's generateTestHeaderString and
       dedupeKey: "evt_1",
       type: "customer.subscription.updated",
       payload: event,
+      payloadIsBody: true,
       dedupeOnBodyHash: false,
       occurredAt: new Date((T - 5) * 1000),
       entity: { type: "subscription", id: "sub_1", version: T - 5 },
