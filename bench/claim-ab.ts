@@ -6,9 +6,9 @@
 // AB_ROUNDS (10). The other checkout needs the same migrations; it is imported from its src/, through tsx.
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
+import { backendPids, backendSeconds } from "./lib/backends.js";
 import { median } from "./lib/stats.js";
 import { stripeBody, stripeSignature } from "./lib/stripe.js";
-import { cpuSeconds } from "./lib/proc.js";
 
 const other = process.env.AB_OTHER;
 if (!other) throw new Error("set AB_OTHER to the path of the checkout to compare with");
@@ -46,12 +46,7 @@ async function phase(m: Side, schema: string, tag: string): Promise<Figures> {
     max: 10,
     statementTimeoutMs: 30_000,
   });
-  const clients = await Promise.all(Array.from({ length: 10 }, () => pool.connect()));
-  const pids = await Promise.all(
-    clients.map(async (c) => (await c.query<{ p: number }>("select pg_backend_pid() as p")).rows[0]?.p ?? 0),
-  );
-  for (const c of clients) c.release();
-  const backends = () => pids.reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0);
+  const pids = await backendPids(pool, 10);
   const batcher = m.batch.claimBatcher({
     db: pool,
     ledger,
@@ -83,7 +78,7 @@ async function phase(m: Side, schema: string, tag: string): Promise<Figures> {
   });
   let next = 0;
   const cpu = process.cpuUsage();
-  const pg = backends();
+  const pg = backendSeconds(pids);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: 64 }, async () => {
@@ -98,7 +93,7 @@ async function phase(m: Side, schema: string, tag: string): Promise<Figures> {
   const used = process.cpuUsage(cpu);
   const figures = {
     nodeUs: (used.user + used.system) / ops,
-    pgUs: ((backends() - pg) * 1e6) / ops,
+    pgUs: ((backendSeconds(pids) - pg) * 1e6) / ops,
     perSec: ops / seconds,
   };
   await pool.end();

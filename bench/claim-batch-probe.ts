@@ -7,8 +7,7 @@
 // `name:index+index,…`, e.g. `012:,none:events_received+events_troubled+events_entity+events_type` (an empty list
 // keeps every index). Unset: one ledger as migrated.
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { createPool, type Pool, quoteIdent } from "../src/db/pool.js";
+import { createPool, quoteIdent } from "../src/db/pool.js";
 import { migrate } from "../src/db/migrate.js";
 import { claimEvent, type ClaimInput, type ClaimResult } from "../src/ledger/claim.js";
 import { claimBatcher } from "../src/ledger/claim-batch.js";
@@ -16,6 +15,7 @@ import { type LedgerContext, ledgerContext } from "../src/ledger/context.js";
 import { notifyThrottle } from "../src/ledger/notify.js";
 import { silentLogger } from "../src/log.js";
 import { stripeProvider } from "../src/providers/stripe.js";
+import { backendPids, backendSeconds } from "./lib/backends.js";
 import { stripeBody, stripeSignature } from "./lib/stripe.js";
 
 // The claims the edge would make of `count` signed 2 KB Stripe events: verified by the provider, as the edge does.
@@ -60,28 +60,6 @@ const variants = (process.env.PROBE_VARIANTS ?? "migrated:").split(",").map((v) 
 });
 const log = silentLogger();
 const admin = createPool({ connectionString: url, role: "admin", max: 2 });
-
-function backendTicks(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
-    } catch {
-      // the backend ended: its ticks are lost, which only undercounts
-    }
-  }
-  return ticks;
-}
-
-async function backendPids(pool: Pool, n: number): Promise<number[]> {
-  const clients = await Promise.all(Array.from({ length: n }, () => pool.connect()));
-  const pids = await Promise.all(
-    clients.map(async (c) => (await c.query("select pg_backend_pid() as p")).rows[0].p),
-  );
-  for (const c of clients) c.release();
-  return pids as number[];
-}
 
 interface Row {
   mode: string;
@@ -129,7 +107,7 @@ async function phase(
   const latencies: number[] = [];
   let next = 0;
   const cpu = process.cpuUsage();
-  const ticks = backendTicks(pids);
+  const pg = backendSeconds(pids);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: callers }, async () => {
@@ -144,14 +122,14 @@ async function phase(
   );
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
-  const pgTicks = backendTicks(pids) - ticks;
+  const pgSeconds = backendSeconds(pids) - pg;
   await pool.end();
   latencies.sort((a, b) => a - b);
   return {
     mode: `${mode}${expect === "duplicate" ? " dup" : ""}`,
     perSec: Math.round(ops / seconds),
     nodeUs: Math.round((used.user + used.system) / ops),
-    pgUs: Math.round((pgTicks * 10_000) / ops),
+    pgUs: Math.round((pgSeconds * 1e6) / ops),
     statements,
     p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0),
   };

@@ -15,14 +15,14 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { migrate } from "../src/db/migrate.js";
-import { createPool, type Pool, type PoolClient, quoteIdent } from "../src/db/pool.js";
+import { createPool, type PoolClient, quoteIdent } from "../src/db/pool.js";
 import { dropBodyPartitions } from "../src/ledger/body-partitions.js";
 import { batchRow, insertClaimBatch } from "../src/ledger/claim-batch-insert.js";
 import { ledgerContext, type LedgerContext } from "../src/ledger/context.js";
 import { pruneBatch } from "../src/ledger/prune.js";
 import { settleAttempts } from "../src/ledger/settle.js";
 import { stripeProvider } from "../src/providers/stripe.js";
-import { cpuSeconds } from "./lib/proc.js";
+import { backendSeconds, connectAll } from "./lib/backends.js";
 import { median, percentile } from "./lib/stats.js";
 import { stripeBody, stripeSignature } from "./lib/stripe.js";
 
@@ -164,7 +164,8 @@ create index event_queue_due on ${s}.event_queue (next_attempt_at);`;
 }
 
 // The split claim: one statement, the key first (the conflict target), then body and queue row of each key it
-// inserted. No tombstone check: a pruned event's key row stays, so its conflict is the tombstone.
+// inserted. No tombstone check: a pruned event's key row stays, so its conflict is the tombstone. A row whose
+// payload is its body has none in its values (batchRow) and reads it from the body, as the shipped claim does.
 const splitClaimSql = (s: string) => `with r as (
   select * from unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::boolean[], $7::jsonb[],
     $8::jsonb[], $9::smallint[], $10::text[], $11::text[], $12::numeric[], $13::timestamptz[], $14::text[])
@@ -178,7 +179,8 @@ const splitClaimSql = (s: string) => `with r as (
 ), b as (
   insert into ${s}.event_bodies (source, dedupe_key, received_at, event_type, body, payload, headers, secret_index,
     entity_type, entity_id, entity_version, occurred_at)
-  select r.source, r.dedupe_key, k.received_at, r.event_type, r.body, r.payload, r.headers, r.secret_index,
+  select r.source, r.dedupe_key, k.received_at, r.event_type, r.body,
+    coalesce(r.payload, convert_from(r.body, 'UTF8')::jsonb), r.headers, r.secret_index,
     r.entity_type, r.entity_id, r.entity_version, r.occurred_at
   from k join r on r.source = k.source and r.dedupe_key = k.dedupe_key
 ), q as (
@@ -283,18 +285,6 @@ const treeSql = `select t.oid from unnest($2::text[]) as n (name)
 async function dropLedger(l: Ledger): Promise<void> {
   await admin.query(`drop schema if exists ${l.s} cascade`);
   made.delete(l.schema);
-}
-
-async function connectAll(pool: Pool, n: number): Promise<{ clients: PoolClient[]; pids: number[] }> {
-  const clients = await Promise.all(Array.from({ length: n }, () => pool.connect()));
-  const pids = await Promise.all(
-    clients.map(async (c) => (await c.query<{ p: number }>("select pg_backend_pid() as p")).rows[0]?.p ?? 0),
-  );
-  return { clients, pids };
-}
-
-function backendSeconds(pids: readonly number[]): number {
-  return pids.reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0);
 }
 
 // Backend CPU µs, this process's CPU µs and wall seconds of `work`, run on `n` fresh connections of `role`.
