@@ -23,7 +23,13 @@ export function naiveTableDdl(schema: string): string {
   )`;
 }
 
-async function startPeer(
+/**
+ * Starts a peer of bench/peers/ under tsx and waits for its URL.
+ *
+ * @example
+ * const [server, url] = await startPeer(ctx, "raw-hmac.ts", { BENCH_STRIPE_SECRET: secret });
+ */
+export async function startPeer(
   ctx: RunContext,
   script: string,
   env: NodeJS.ProcessEnv,
