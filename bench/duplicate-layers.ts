@@ -8,13 +8,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { hookledgerServe, rawHmac, startPeer } from "./contenders/http.js";
+import { runRounds } from "./contenders/rounds.js";
 import { benchSecret, loadRun } from "./contenders/loadgen-run.js";
 import type { Contender, RunContext, RunResult } from "./contenders/types.js";
 import { stopChild } from "./lib/child.js";
 import { pgPort } from "./lib/cpu.js";
 import { benchEnv } from "./lib/env.js";
 import { dropSchema, freshSchema } from "./lib/schemas.js";
-import { fmt, runLine, summarize, summaryTable } from "./report.js";
+import { fmt, summarize, summaryTable } from "./report.js";
 
 const env = benchEnv({ BENCH_ROUNDS: "3", ...process.env });
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -74,18 +75,14 @@ const admin = new pg.Client({ connectionString: env.url, application_name: "hook
 await admin.connect();
 try {
   const contenders = [rawHmac, ...layers.map(layerContender), hookledgerServe];
-  const results: RunResult[] = [];
-  for (let round = 1; round <= env.rounds; round++) {
-    const shift = (round - 1) % contenders.length;
-    const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
-    console.log(`\nround ${round}/${env.rounds}: ${order.map((c) => c.name).join(" → ")}`);
-    const ctx: RunContext = { env, admin, pgPort: pgPort(env.url), logDir, round, root };
-    for (const contender of order) {
-      const rows = await contender.run(ctx);
-      for (const r of rows) console.log(runLine(r));
-      results.push(...rows);
-    }
-  }
+  const results = await runRounds(contenders, env.rounds, (round) => ({
+    env,
+    admin,
+    pgPort: pgPort(env.url),
+    logDir,
+    round,
+    root,
+  }));
   const rows = summarize(results).filter((r) => !r.name.endsWith("unique"));
   console.log(`\nmedians over ${env.rounds} rounds\n${summaryTable(rows)}`);
   const floor = rows.find((r) => r.name === "raw node:http + HMAC")?.perSecond;

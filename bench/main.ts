@@ -10,9 +10,10 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { hookledgerServe, naive, rawHmac } from "./contenders/http.js";
 import { findPgbench, pgbench } from "./contenders/pgbench.js";
+import { runRounds } from "./contenders/rounds.js";
 import { runScale } from "./contenders/scale.js";
 import { runSoak, type SoakResult } from "./contenders/soak.js";
-import type { Contender, RunContext, RunResult } from "./contenders/types.js";
+import type { Contender } from "./contenders/types.js";
 import {
   defaultWorkerConcurrency,
   graphileWorker,
@@ -109,34 +110,14 @@ async function main(): Promise<number> {
     header(pgVersion, contenders);
     if (contenders.some((c) => c === pgbench) && !findPgbench())
       console.log("  pgbench   not installed: skipped");
-    const results: RunResult[] = [];
-    for (let round = 1; round <= env.rounds && contenders.length > 0; round++) {
-      const shift = (round - 1) % contenders.length;
-      const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
-      console.log(`\nround ${round}/${env.rounds}: ${order.map((c) => c.name).join(" → ")}`);
-      const ctx: RunContext = { env, admin, pgPort: pgPort(env.url), logDir, round, root };
-      for (const contender of order) {
-        let rows: RunResult[];
-        try {
-          rows = await contender.run(ctx);
-        } catch (error) {
-          const message = (error as Error).message;
-          rows = contender.rows.map(([name, unit]) => ({
-            name,
-            round,
-            unit,
-            valid: false,
-            problems: [`the run failed: ${message}`],
-            ops: 0,
-            seconds: 0,
-            perSecond: Number.NaN,
-            notes: [],
-          }));
-        }
-        for (const r of rows) console.log(runLine(r));
-        results.push(...rows);
-      }
-    }
+    const results = await runRounds(contenders, env.rounds, (round) => ({
+      env,
+      admin,
+      pgPort: pgPort(env.url),
+      logDir,
+      round,
+      root,
+    }));
     let soak: SoakResult | undefined;
     if (env.soakSeconds > 0 && selected(env.only, "soak")) {
       console.log(

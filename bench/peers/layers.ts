@@ -94,16 +94,12 @@ const rawRead: RequestListener = (req, res) => {
     });
   });
 };
+const LAYERS = ["raw", "raw-deferred", "receive", "handler"];
+if (!LAYERS.includes(layer)) throw new Error(`BENCH_LAYER must be one of ${LAYERS.join(", ")}`);
 const handler = createNodeHandler(receiver);
-const listeners: Record<string, RequestListener> = {
-  raw: (req, res) => (duplicatesBegan ? rawRead(req, res) : handler(req, res)),
-  "raw-deferred": (req, res) => (duplicatesBegan ? rawRead(req, res) : handler(req, res)),
-  receive: (req, res) => (duplicatesBegan ? rawRead(req, res) : handler(req, res)),
-  handler,
-};
-const listener = listeners[layer];
-if (!listener) throw new Error(`BENCH_LAYER must be one of ${Object.keys(listeners).join(", ")}`);
-const server = createServer(listener);
+const server = createServer(
+  layer === "handler" ? handler : (req, res) => (duplicatesBegan ? rawRead(req, res) : handler(req, res)),
+);
 server.keepAliveTimeout = 60_000;
 await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
 process.send?.({ phase: "ready", url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
