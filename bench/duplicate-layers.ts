@@ -75,14 +75,7 @@ const admin = new pg.Client({ connectionString: env.url, application_name: "hook
 await admin.connect();
 try {
   const contenders = [rawHmac, ...layers.map(layerContender), hookledgerServe];
-  const results = await runRounds(contenders, env.rounds, (round) => ({
-    env,
-    admin,
-    pgPort: pgPort(env.url),
-    logDir,
-    round,
-    root,
-  }));
+  const results = await runRounds(contenders, { env, admin, pgPort: pgPort(env.url), logDir, root });
   const rows = summarize(results).filter((r) => !r.name.endsWith("unique"));
   console.log(`\nmedians over ${env.rounds} rounds\n${summaryTable(rows)}`);
   const floor = rows.find((r) => r.name === "raw node:http + HMAC")?.perSecond;

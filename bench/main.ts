@@ -110,14 +110,7 @@ async function main(): Promise<number> {
     header(pgVersion, contenders);
     if (contenders.some((c) => c === pgbench) && !findPgbench())
       console.log("  pgbench   not installed: skipped");
-    const results = await runRounds(contenders, env.rounds, (round) => ({
-      env,
-      admin,
-      pgPort: pgPort(env.url),
-      logDir,
-      round,
-      root,
-    }));
+    const results = await runRounds(contenders, { env, admin, pgPort: pgPort(env.url), logDir, root });
     let soak: SoakResult | undefined;
     if (env.soakSeconds > 0 && selected(env.only, "soak")) {
       console.log(

@@ -4,22 +4,22 @@ import { runLine } from "../report.js";
 import type { Contender, RunContext, RunResult } from "./types.js";
 
 /**
- * Runs `rounds` rounds of `contenders`, printing each row as it ends; every row of every round, in run order.
+ * Runs `env.rounds` rounds of `contenders`, printing each row as it ends; every row of every round, in run order.
  *
  * @example
- * const results = await runRounds(contenders, env.rounds, (round) => ({ env, admin, pgPort, logDir, round, root }));
+ * const results = await runRounds(contenders, { env, admin, pgPort: pgPort(env.url), logDir, root });
  */
 export async function runRounds(
   contenders: readonly Contender[],
-  rounds: number,
-  contextOf: (round: number) => RunContext,
+  base: Omit<RunContext, "round">,
 ): Promise<RunResult[]> {
+  const { rounds } = base.env;
   const results: RunResult[] = [];
   for (let round = 1; round <= rounds && contenders.length > 0; round++) {
     const shift = (round - 1) % contenders.length;
     const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
     console.log(`\nround ${round}/${rounds}: ${order.map((c) => c.name).join(" → ")}`);
-    const ctx = contextOf(round);
+    const ctx: RunContext = { ...base, round };
     for (const contender of order) {
       let rows: RunResult[];
       try {
