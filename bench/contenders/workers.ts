@@ -8,6 +8,7 @@ import { nextMessage, spawnChild, stopChild } from "../lib/child.js";
 import { CpuTracker } from "../lib/cpu.js";
 import { cpuSeconds, memoryMB, resetPeakMemory } from "../lib/proc.js";
 import { dropSchema, freshSchema } from "../lib/schemas.js";
+import { backlogPendingSql } from "../lib/worker-ledger.js";
 import { expectedAppState } from "../peers/app-table.js";
 import { benchSecret } from "./loadgen-run.js";
 import type { Contender, RunContext, RunResult } from "./types.js";
@@ -197,8 +198,7 @@ function hookledgerWorker(suffix: string, concurrency: number | undefined, advan
               BENCH_ADVANCE: advance ? "1" : "0",
               ...(concurrency !== undefined && { BENCH_WORKER_CONCURRENCY: String(concurrency) }),
             },
-            // The worker's backlog: exactly the pick predicate's statuses (docs/architecture.md §3, index events_due).
-            pendingSql: `select exists (select 1 from ${schema}.events where status in ('pending', 'failed')) as pending`,
+            pendingSql: backlogPendingSql(schema),
             appSchema: schema,
             check: async () => {
               const { rows } = await ctx.admin.query<{ status: string; outcome: string | null; n: string }>(
