@@ -110,10 +110,11 @@ export function probeHookledger(options: {
 }
 
 /**
- * SQL that is true while any event of `schema` is still to run: exactly the pick predicate's statuses, so that it is
- * answered from the events_due index in a few buffers however large the ledger (docs/architecture.md §3). An event
- * gone dead ends the wait too. The workers' benches poll it; a `count(*)` here once read the whole table on every
- * poll, ~11 ms a poll over 20,000 events, and the probes counted that CPU as the worker's backends' own.
+ * SQL that is true while any event of `schema` is still to run: exactly the pick predicate's statuses, so that it can
+ * be answered from the events_due index, which holds only the backlog (docs/architecture.md §3). An event
+ * gone dead ends the wait too. The workers' benches poll it; a `count(*)` here once read the whole table at every
+ * poll, and the probe counted that backend's CPU as the worker's (docs/benchmarks.md, "What the indexes cost the
+ * worker").
  *
  * @example
  * const { rows } = await admin.query<{ pending: boolean }>(backlogPendingSql(schema));
