@@ -342,7 +342,10 @@ function close(server: Server): Promise<void> {
   });
 }
 
-// Next to the webhook port, so each instance's admin port follows from its own; a free one when that is picked too.
+// 10000 above the webhook port, so each instance's admin port follows from its own yet never lands on a neighbour's
+// webhook port (PORT=3000 and PORT=3001 on one host: admin 13000 and 13001; with "+ 1" the second could not start).
+// A free one when the webhook port is picked (0) or too high to add to.
+const ADMIN_PORT_OFFSET = 10_000;
 function adminPortFor(port: number): number {
-  return port === 0 || port === 65535 ? 0 : port + 1;
+  return port === 0 || port + ADMIN_PORT_OFFSET > 65535 ? 0 : port + ADMIN_PORT_OFFSET;
 }

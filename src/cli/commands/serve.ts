@@ -8,7 +8,7 @@ const HELP = `Usage: hookledger serve [--config FILE] [--port N] [--no-worker] [
 
 Receives webhooks on POST /webhooks/:source and runs the worker in the same process. /metrics, /healthz, /readyz
 and the web dashboard (/dashboard/) answer on a separate admin listener (ADMIN_HOST, default 127.0.0.1; ADMIN_PORT,
-default the webhook port + 1), never on the webhook port. The dashboard's users sign in with a token
+default the webhook port + 10000), never on the webhook port. The dashboard's users sign in with a token
 (HOOKLEDGER_DASHBOARD_TOKEN, or the config's dashboard.users); on the demo "hookledger dashboard on URL" prints a
 local login link. Without DATABASE_URL it starts an embedded Postgres in ./.hookledger/pg; the
 ledger's migrations run at start. A database out of reach at start is waited for (retrying 0.5 s to 10 s apart;
