@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { after, before, test } from "node:test";
 import ts from "typescript";
 import { NOT_AT_IMPORT, runNode } from "../helpers/node-run.js";
@@ -14,10 +16,12 @@ import { markdownSnippets } from "../helpers/snippets.js";
 // peers, as a library user's would.
 let work: string;
 let app: InstalledApp;
+let tarball: string;
 before(
   async () => {
     work = await mkdtemp(join(tmpdir(), "hookledger-pack-"));
-    app = await installApp(join(work, "app"), await packInto(work));
+    tarball = await packInto(work);
+    app = await installApp(join(work, "app"), tarball);
   },
   { timeout: 180_000 },
 );
@@ -64,6 +68,14 @@ test("npm install <tarball> without the optional peers installs none of them and
     (name) => name !== "pino-pretty" && existsSync(join(app.dir, "node_modules", name)),
   );
   assert.deepEqual(installed, []);
+});
+
+test("the packed package.json carries no install-time script and installing it warns of none", async () => {
+  const { stdout } = await promisify(execFile)("tar", ["-xOzf", tarball, "package/package.json"]);
+  const scripts = (JSON.parse(stdout) as { scripts?: Record<string, string> }).scripts ?? {};
+  const atInstall = ["preinstall", "install", "postinstall", "prepare"].filter((name) => name in scripts);
+  assert.deepEqual(atInstall, [], `scripts run when a user installs it: ${atInstall.join(", ")}`);
+  assert.doesNotMatch(app.output, /install scripts|allowScripts|prepare:/, app.output);
 });
 
 test("npm install <tarball> brings no type packages: @types/pg is an optional peer, not @types/node's 2.8 MB for everyone", () => {
