@@ -15,7 +15,7 @@ export function runCli(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
     const child = spawn(options.node ?? process.execPath, [BIN, ...args], {
-      // A free admin port unless a test names one: the default (webhook port + 1) may belong to another test.
+      // A free admin port unless a test names one: the default (webhook port + 10000) may belong to another test.
       env: { ADMIN_PORT: "0", ...(options.env ?? process.env) },
       cwd: options.cwd,
     });
@@ -52,7 +52,7 @@ export function startCli(
   options: { env?: NodeJS.ProcessEnv; cwd?: string; node?: string } = {},
 ): RunningCli {
   const child = spawn(options.node ?? process.execPath, [BIN, ...args], {
-    // A free admin port unless a test names one: the default (webhook port + 1) may belong to another test.
+    // A free admin port unless a test names one: the default (webhook port + 10000) may belong to another test.
     env: { ADMIN_PORT: "0", ...(options.env ?? process.env) },
     cwd: options.cwd,
   });

@@ -222,3 +222,42 @@ test("hookledger serve --port with a value that is not a port exits 2", async ()
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--port http is not a port; give 0-65535/);
 });
+
+// Four ports free a moment ago: p and p + 1 (two neighbours' webhook ports) and their default admin ports.
+async function adjacentPorts(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const held: Server[] = [];
+    try {
+      for (const p of [port, port + 1, port + 10_000, port + 10_001]) held.push(await listenOn(p));
+      return port;
+    } catch {
+      // One of them is taken: try another.
+    } finally {
+      for (const server of held) await new Promise((r) => server.close(r));
+    }
+  }
+}
+
+test("two hookledger serve on adjacent ports start together, each admin listener on its port + 10000", async () => {
+  const port = await adjacentPorts();
+  // ADMIN_PORT empty: the default, which startCli otherwise replaces with a free port.
+  const env = databaseEnv({ ADMIN_PORT: "" });
+  await runCli(["migrate"], { env });
+  const first = startCli(["serve", "--port", String(port)], { env });
+  const second = startCli(["serve", "--port", String(port + 1)], { env });
+  try {
+    for (const [cli, webhook] of [
+      [first, port],
+      [second, port + 1],
+    ] as const) {
+      await cli.waitForLine(new RegExp(`listening on http://127\\.0\\.0\\.1:${webhook}\\b`));
+      await cli.waitForLine(new RegExp(`admin on http://127\\.0\\.0\\.1:${webhook + 10_000}\\b`));
+      const ready = await fetch(`http://127.0.0.1:${webhook + 10_000}/healthz`);
+      assert.equal(ready.status, 200);
+    }
+  } finally {
+    assert.equal(await first.stop(), 0, first.output());
+    assert.equal(await second.stop(), 0, second.output());
+  }
+});

@@ -21,7 +21,7 @@ test("as root in a 0700 directory, hookledger serve without DATABASE_URL keeps t
   const { DATABASE_URL: _, ...env } = process.env;
   const child = spawn(process.execPath, [BIN, "serve"], {
     cwd,
-    // The admin listener defaults to PORT + 1, which a test running alongside may hold: it gets a free port too.
+    // The admin listener defaults to PORT + 10000, which a test running alongside may hold: it gets a free port too.
     env: {
       ...env,
       PORT: String(await freePort()),
