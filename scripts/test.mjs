@@ -1,17 +1,15 @@
 // Runs every test suite: unit and DB suites against the system PostgreSQL (15 on these machines), then the DB
 // suites again against the embedded server (another major version), so both stay supported. Then, under each extra
-// Node binary listed in HOOKLEDGER_TEST_NODES (paths separated by ":", set by .ci/run for Node 22 and 24), the
-// unit and DB suites again on the system PostgreSQL; the slow test/once suites run on the primary Node only.
-// Invoked by `npm test` after the build, type-check, lint and format check.
+// Node (22 and 24 from npm, or those HOOKLEDGER_TEST_NODES lists), the unit and DB suites again on the first pass's
+// PostgreSQL; the slow test/once suites run on the primary Node only.
+// Invoked by `npm test` after the build, type-check, lint and format check. Before the suites it finds, installs or
+// starts what they need (scripts/test-needs.mjs, scripts/test-installs.mjs) and fails at once on what it cannot
+// have; at the start and the end it says which servers and binaries the run used.
 import { spawn } from "node:child_process";
-import { chmod, mkdtemp, readdir, rm } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { readdir } from "node:fs/promises";
 import { delimiter, join } from "node:path";
-import pg from "pg";
-import { silentLogger, startEmbeddedPostgres } from "../dist/index.js";
-
-const external = process.env.HOOKLEDGER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+import { ensureDebianBinary, testChromium } from "./test-installs.mjs";
+import { embeddedPostgres, testNodes, testPostgres, testRedis } from "./test-needs.mjs";
 
 const files = async (dir) =>
   (await readdir(dir))
@@ -31,100 +29,161 @@ function runTests(label, testFiles, env, node = process.execPath) {
   });
 }
 
-async function reachable(url) {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    const { rows } = await client.query("show server_version");
-    return rows[0].server_version;
-  } catch (error) {
-    console.error(`cannot reach ${url.replace(/:[^:@/]+@/, ":***@")}: ${error.message}`);
-    console.error("start PostgreSQL on 127.0.0.1:5432 or set HOOKLEDGER_TEST_DATABASE_URL");
-    return undefined;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-const unit = await files("test/unit");
-const db = await files("test/db");
-const once = await files("test/once");
-// "external", "embedded", "chaos" or "nodes" (the HOOKLEDGER_TEST_NODES passes), to iterate faster locally.
+// "external", "embedded", "chaos" or "nodes" (the extra Node passes) runs that pass only, to iterate faster
+// locally; "setup" runs none: only the finding, installing and starting, and the summary.
 const only = process.env.HOOKLEDGER_TEST_ONLY;
+const PASSES = ["external", "embedded", "chaos", "nodes", "setup"];
+if (only !== undefined && !PASSES.includes(only)) {
+  console.error(`HOOKLEDGER_TEST_ONLY=${only}: expected one of ${PASSES.join(", ")}`);
+  process.exit(1);
+}
+// process.exit runs the "exit" handlers that stop a private redis-server and an embedded PostgreSQL.
+for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => process.exit(1));
+const runs = (pass) => only === undefined || only === pass;
+const needs = (...passes) => only === undefined || only === "setup" || passes.some((pass) => pass === only);
 
-let ok = true;
-if (only === undefined || only === "external") {
-  const version = await reachable(external);
-  if (!version) process.exit(1);
-  ok =
-    (await runTests(`unit + DB suites on PostgreSQL ${version}`, [...unit, ...db, ...once], {
-      HOOKLEDGER_TEST_DATABASE_URL: external,
-    })) && ok;
+// Each resource's line in the summaries: what the run uses, "SKIPPED (why)", or why the run cannot start.
+const used = new Map();
+const notNeeded = `not needed for HOOKLEDGER_TEST_ONLY=${only}`;
+const problems = [];
+const stops = [];
+
+console.log("=== setup: the servers and binaries the suites need");
+const setupStarted = performance.now();
+const env = {};
+
+let chromium = notNeeded;
+if (needs("external")) {
+  const found = await testChromium();
+  if (found.error) problems.push(found.error);
+  chromium = found.error
+    ? `MISSING (${found.error})`
+    : found.skipped
+      ? `SKIPPED (${found.skipped})`
+      : `${found.path} ${found.version}`;
 }
-if (only === undefined || only === "embedded") {
-  const dir = await mkdtemp(join(tmpdir(), "hookledger-test-"));
-  // As root the server runs as the unprivileged postgres user, which must be able to enter this directory.
-  await chmod(dir, 0o755);
-  const embedded = await startEmbeddedPostgres({
-    dataDir: join(dir, "pg"),
-    port: await freePort(),
-    log: silentLogger(),
-  });
-  try {
-    const version = await reachable(embedded.connectionString);
-    ok =
-      (await runTests(`DB suites on embedded PostgreSQL ${version}`, db, {
-        HOOKLEDGER_TEST_DATABASE_URL: embedded.connectionString,
-      })) && ok;
-  } finally {
-    await embedded.stop();
-    await rm(dir, { recursive: true, force: true });
+used.set("chromium", chromium);
+
+let nodes = [];
+if (needs("external", "nodes")) {
+  const found = await testNodes();
+  if (found.error) problems.push(found.error);
+  else nodes = found.nodes;
+  // test/once/young-generation.test.ts runs under each of them too.
+  env.HOOKLEDGER_TEST_NODES = nodes.map((node) => node.path).join(delimiter);
+  used.set(
+    "extra nodes",
+    found.error
+      ? `MISSING (${found.error})`
+      : nodes.length === 0
+        ? "none (HOOKLEDGER_TEST_NODES is empty)"
+        : `${nodes.map((node) => node.version).join(", ")} (${found.from})`,
+  );
+} else {
+  used.set("extra nodes", notNeeded);
+}
+
+let promtool = notNeeded;
+if (needs("external")) {
+  // test/once/monitoring-files.test.ts skips its `promtool check/test rules` without it; the run goes on.
+  const found = await ensureDebianBinary("promtool", "prometheus", { service: "prometheus" });
+  promtool = found.path ? `${found.path} ${found.version ?? ""}`.trim() : `SKIPPED (${found.missing})`;
+}
+used.set("promtool", promtool);
+
+// The first pass's server (the extra nodes' too) and the second pass's, started when that pass begins.
+const postgres = {
+  first: notNeeded,
+  second: runs("embedded") ? "embedded, started for the second pass" : "",
+};
+const showPostgres = () =>
+  used.set("postgres", [postgres.first, postgres.second].filter((s) => s !== "").join(", "));
+if (needs("external", "nodes")) {
+  const found = await testPostgres({ explicitUrl: process.env.HOOKLEDGER_TEST_DATABASE_URL });
+  if (found.error) {
+    problems.push(found.error);
+    postgres.first = `MISSING (${found.error})`;
+  } else {
+    stops.push(found.stop);
+    env.HOOKLEDGER_TEST_DATABASE_URL = found.url;
+    postgres.first = `${found.label} (first pass${runs("nodes") ? " and extra nodes" : ""})`;
   }
 }
-// The chaos suite's short tier (docs/chaos.md): its own cluster, receivers and workers as processes, faults, and
-// an oracle that fails the run on anything lost, duplicated, stuck or out of order.
-if (only === undefined || only === "chaos") {
-  console.log("\n=== chaos suite, short tier");
-  ok =
-    (await new Promise((resolve) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "chaos/main.ts"], { stdio: "inherit" });
-      child.on("exit", (code, signal) => resolve(code === 0 && signal === null));
-    })) && ok;
+showPostgres();
+
+let redis = notNeeded;
+if (needs("external", "embedded", "nodes")) {
+  const found = await testRedis({ explicitUrl: process.env.HOOKLEDGER_TEST_REDIS_URL });
+  stops.push(found.stop);
+  if (found.url) env.HOOKLEDGER_TEST_REDIS_URL = found.url;
+  redis = found.skipped
+    ? `SKIPPED (${found.skipped}; test/db/cache-redis.test.ts skips its tests)`
+    : found.label;
 }
-const extraNodes = (process.env.HOOKLEDGER_TEST_NODES ?? "").split(delimiter).filter((path) => path !== "");
-for (const node of only === undefined || only === "nodes" ? extraNodes : []) {
-  const version = await nodeVersion(node);
-  if (!version) {
-    console.error(`cannot run ${node} (from HOOKLEDGER_TEST_NODES)`);
-    ok = false;
-    continue;
+used.set("redis", redis);
+
+const summary = (title) => {
+  console.log(`\n=== ${title}`);
+  for (const [name, line] of used) console.log(`${name}: ${line}`);
+};
+summary(`using (setup took ${((performance.now() - setupStarted) / 1000).toFixed(1)} s)`);
+
+const outcomes = [];
+const pass = async (label, promise) => {
+  const ok = await promise;
+  outcomes.push(`${label}: ${ok ? "passed" : "FAILED"}`);
+};
+try {
+  if (problems.length > 0) {
+    console.log(`\ncannot run the tests:\n${problems.map((problem) => `- ${problem}`).join("\n")}`);
+    outcomes.push("setup: FAILED");
+  } else {
+    await suites();
   }
-  ok =
-    (await runTests(
-      `unit + DB suites under Node ${version} on the system PostgreSQL`,
-      [...unit, ...db],
-      { HOOKLEDGER_TEST_DATABASE_URL: external },
-      node,
-    )) && ok;
+} finally {
+  for (const stop of stops.reverse())
+    await stop().catch((error) => console.error(`stopping: ${error.message}`));
 }
+const ok = outcomes.every((outcome) => !outcome.endsWith("FAILED"));
+summary("summary");
+for (const outcome of outcomes) console.log(outcome);
+console.log(`overall: ${ok ? "PASSED" : "FAILED"}`);
 process.exit(ok ? 0 : 1);
 
-function nodeVersion(node) {
-  return new Promise((resolve) => {
-    const child = spawn(node, ["--version"], { stdio: ["ignore", "pipe", "ignore"] });
-    let out = "";
-    child.stdout.on("data", (chunk) => (out += chunk));
-    child.on("error", () => resolve(undefined));
-    child.on("exit", (code) => resolve(code === 0 ? out.trim() : undefined));
-  });
+async function suites() {
+  const unit = await files("test/unit");
+  const db = await files("test/db");
+  const once = await files("test/once");
+  if (runs("external")) {
+    const label = `unit + DB suites on PostgreSQL ${postgres.first.split(" (")[0]}`;
+    await pass(label, runTests(label, [...unit, ...db, ...once], env));
+  }
+  if (runs("embedded")) {
+    const embedded = await embeddedPostgres().catch((error) => error);
+    postgres.second = `embedded ${embedded instanceof Error ? "FAILED to start" : embedded.version} (second pass)`;
+    showPostgres();
+    if (embedded instanceof Error) {
+      return void outcomes.push(`DB suites on embedded PostgreSQL: FAILED (${embedded.message})`);
+    }
+    try {
+      const label = `DB suites on embedded PostgreSQL ${embedded.version}`;
+      await pass(label, runTests(label, db, { ...env, HOOKLEDGER_TEST_DATABASE_URL: embedded.url }));
+    } finally {
+      await embedded.stop();
+    }
+  }
+  // The chaos suite's short tier (docs/chaos.md): its own cluster, receivers and workers as processes, faults, and
+  // an oracle that fails the run on anything lost, duplicated, stuck or out of order.
+  if (runs("chaos")) {
+    console.log("\n=== chaos suite, short tier");
+    const child = spawn(process.execPath, ["--import", "tsx", "chaos/main.ts"], { stdio: "inherit" });
+    await pass(
+      "chaos suite, short tier",
+      new Promise((resolve) => child.on("exit", (code, signal) => resolve(code === 0 && signal === null))),
+    );
+  }
+  for (const node of runs("nodes") ? nodes : []) {
+    const label = `unit + DB suites under Node ${node.version}`;
+    await pass(label, runTests(label, [...unit, ...db], env, node.path));
+  }
 }

@@ -30,8 +30,9 @@ export function findChromium(env: NodeJS.ProcessEnv = process.env): string {
   const found = ["/usr/bin/chromium", ...onPath].find(executable);
   if (found) return found;
   throw new Error(
-    "no Chromium for the dashboard's browser tests: install Debian's package (apt-get install chromium; .ci/run " +
-      "does), or set HOOKLEDGER_CHROMIUM to a Chromium binary; HOOKLEDGER_SKIP_BROWSER=1 skips them",
+    "no Chromium for the dashboard's browser tests: install Debian's package (sudo apt-get install chromium; " +
+      "npm test does as root or with password-less sudo), or set HOOKLEDGER_CHROMIUM to a Chromium binary; " +
+      "HOOKLEDGER_SKIP_BROWSER=1 skips them",
   );
 }
 
