@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { testDatabaseUrl } from "../helpers/db.js";
 import { BIN, cleanupAfter, runCli, startCli } from "../helpers/cli.js";
 
-// This test's node, then each node .ci/run lists (22 and 24): only those have process.execve, which the cap needs.
+// This test's node, then each extra node npm test runs the suites under (22 and 24, HOOKLEDGER_TEST_NODES): only those have process.execve, which the cap needs.
 const nodes = [
   process.execPath,
   ...(process.env.HOOKLEDGER_TEST_NODES ?? "").split(":").filter((n) => n !== ""),
