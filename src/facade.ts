@@ -1,12 +1,14 @@
 import type { ClientConfig } from "pg";
-import type { HookledgerConfig, SourceConfig } from "./config/types.js";
-import { resolveConfig, workerTuning } from "./config/validate.js";
+import { type FieldsOf, unknownFields } from "./config/fields.js";
+import { type HookledgerConfig, SOURCE_FIELDS, type SourceConfig, WORKER_FIELDS } from "./config/types.js";
+import { resolveConfigAfter, workerTuning } from "./config/validate.js";
 import { migrate } from "./db/migrate.js";
 import { createPool, type Pool } from "./db/pool.js";
 import { createInlineGuard } from "./edge/inline/guard.js";
 import type { InlineGuard, InlineMode } from "./edge/inline/types.js";
 import { type EdgeObserver, observers, type SeenCache } from "./edge/observer.js";
 import { createOpsHandler, type OpsHandler } from "./edge/ops.js";
+import type { FailureLimitOptions } from "./edge/failure-limit.js";
 import { createReceiver, type Receiver, type ReceiverOptions } from "./edge/receiver.js";
 import { memorySeenCache } from "./cache/memory.js";
 import { ledgerContext } from "./ledger/context.js";
@@ -70,6 +72,27 @@ export interface HookledgerOptions {
   readonly observer?: EdgeObserver;
 }
 
+// `pool`, `log`, `seen` and `observer` are the caller's own objects, not looked into.
+const OPTIONS_FIELDS = {
+  connectionString: true,
+  pool: true,
+  sources: [SOURCE_FIELDS],
+  handlers: true,
+  schema: true,
+  worker: WORKER_FIELDS,
+  mode: true,
+  log: true,
+  replayToken: true,
+  seen: true,
+  failureLimit: {
+    maxFailures: true,
+    windowMs: true,
+    maxAddresses: true,
+  } satisfies FieldsOf<FailureLimitOptions>,
+  trustProxy: true,
+  observer: true,
+} satisfies FieldsOf<HookledgerOptions>;
+
 /**
  * One hookledger inside your app: a {@link Receiver} to hand to any adapter (`createNodeHandler(hl)`,
  * `createExpressHandler(hl)` …), the inline guard, the worker, migrations, the ops routes and `close()`.
@@ -110,7 +133,9 @@ export interface Hookledger<M extends SourceMap = any> extends Receiver {
 }
 
 /**
- * Creates hookledger for use inside an app: verify, claim, work, observe, with one object.
+ * Creates hookledger for use inside an app: verify, claim, work, observe, with one object. Throws a `ConfigError`
+ * listing every problem of the options, an unknown field at any depth among them
+ * (`options.worker.concurency: unknown field; did you mean concurrency?`).
  *
  * @example
  * import http from "node:http";
@@ -130,15 +155,18 @@ export interface Hookledger<M extends SourceMap = any> extends Receiver {
 export function createHookledger<const Sources extends readonly SourceConfig[]>(
   options: HookledgerOptions & { readonly sources: Sources },
 ): Hookledger<SourceProviders<Sources>> {
+  // A misspelt option (`connectionstring`) is named as such: the ConfigError below lists it with the others.
+  const unknown = unknownFields(options, OPTIONS_FIELDS, "options");
   if (
+    unknown.length === 0 &&
     (options.pool === undefined) ===
-    (options.connectionString === undefined || options.connectionString === "")
+      (options.connectionString === undefined || options.connectionString === "")
   ) {
     throw new Error(
       "createHookledger needs exactly one of connectionString (e.g. process.env.DATABASE_URL) or pool (your pg Pool)",
     );
   }
-  const config = resolveConfig({
+  const config = resolveConfigAfter(unknown, {
     sources: options.sources,
     handlers: options.handlers ?? new Handlers(),
     ...(options.worker && { worker: options.worker }),

@@ -1,7 +1,8 @@
-import { ALERT_RULES, type AlertDestination, type AlertRules } from "../alerts/types.js";
+import type { AlertDestination, AlertRules } from "../alerts/types.js";
 import { standardSecretKey } from "../providers/standard.js";
 import { durationMs } from "./duration.js";
-import { type Configurable, isEnvRef, readConfigurable } from "./env.js";
+import { type Configurable, ENV_REF_FIELDS, isEnvRef, readConfigurable } from "./env.js";
+import type { FieldsOf } from "./fields.js";
 
 /**
  * Alerts sent by hookledger itself (docs/monitoring.md, "Alerts"): rules measured on the ledger per source, sent to
@@ -107,6 +108,25 @@ export interface AlertRulesConfig {
   readonly unhandled?: { readonly atLeast?: number; readonly window?: string } | false;
 }
 
+type Rule<K extends keyof AlertRulesConfig> = Exclude<NonNullable<AlertRulesConfig[K]>, false>;
+
+const RULES_FIELDS = {
+  deadLetters: { atLeast: true } satisfies FieldsOf<Rule<"deadLetters">>,
+  backlogAge: { over: true } satisfies FieldsOf<Rule<"backlogAge">>,
+  failureRate: { over: true, window: true, minEvents: true } satisfies FieldsOf<Rule<"failureRate">>,
+  signatureFailures: { perMinute: true, window: true } satisfies FieldsOf<Rule<"signatureFailures">>,
+  bodyMismatches: { atLeast: true, window: true } satisfies FieldsOf<Rule<"bodyMismatches">>,
+  unhandled: { atLeast: true, window: true } satisfies FieldsOf<Rule<"unhandled">>,
+} satisfies FieldsOf<AlertRulesConfig>;
+
+/** The fields of {@link AlertsConfig} at every depth (see `unknownFields`). */
+export const ALERTS_FIELDS = {
+  every: true,
+  slack: ENV_REF_FIELDS,
+  webhooks: [{ url: ENV_REF_FIELDS, secret: ENV_REF_FIELDS } satisfies FieldsOf<AlertWebhookConfig>],
+  rules: RULES_FIELDS,
+} satisfies FieldsOf<AlertsConfig>;
+
 /** Alerts with their durations in milliseconds and their destinations resolved. */
 export interface ResolvedAlerts {
   readonly everyMs: number;
@@ -191,11 +211,6 @@ function resolveRules(
   count: (field: string, value: unknown, fallback: number) => number,
   problems: string[],
 ): AlertRules {
-  for (const name of Object.keys(config)) {
-    if (!(ALERT_RULES as readonly string[]).includes(name)) {
-      problems.push(`alerts.rules.${name}: no such rule; the rules are ${ALERT_RULES.join(", ")}`);
-    }
-  }
   const at = (rule: string) => `alerts.rules.${rule}`;
   const rules: { -readonly [K in keyof AlertRules]: AlertRules[K] } = {};
   const { deadLetters, backlogAge, failureRate, signatureFailures, bodyMismatches, unhandled } = config;

@@ -1,3 +1,5 @@
+import type { FieldsOf } from "./fields.js";
+
 /** A reference to an environment variable, resolved when the configuration is validated. */
 export interface EnvRef {
   readonly env: string;
@@ -36,6 +38,9 @@ export interface Env {
 export const env: Env = Object.assign((name: string): EnvRef => ({ env: name }), {
   optional: (name: string): EnvRef => ({ env: name, optional: true as const }),
 });
+
+/** The fields of an {@link EnvRef}, for a value that may be written `env(…)` (a misspelt `optinal` is refused). */
+export const ENV_REF_FIELDS = { env: true, optional: true } satisfies FieldsOf<EnvRef>;
 
 /** A value written inline or taken from the environment. */
 export type Configurable<T extends string | number> = T | EnvRef;

@@ -1,6 +1,41 @@
 import type { AwardeeOptions } from "../providers/awardee.js";
 import { genericOptionProblems } from "../providers/generic-check.js";
+import type { GenericOptions } from "../providers/generic-options.js";
+import { type FieldsOf, knownOnly } from "./fields.js";
 import type { SourceConfig } from "./types.js";
+
+/** The fields of a source's `awardee` options (see `unknownFields`). */
+export const AWARDEE_FIELDS = {
+  signatureHeader: true,
+  algorithm: true,
+  encoding: true,
+  prefix: true,
+  timestampHeader: true,
+  toleranceSeconds: true,
+  versionField: true,
+  entityType: true,
+  entityIdField: true,
+} satisfies FieldsOf<AwardeeOptions>;
+
+/** The fields of a source's `generic` options (see `unknownFields`). */
+export const GENERIC_FIELDS = {
+  signatureHeader: true,
+  algorithm: true,
+  encoding: true,
+  prefix: true,
+  timestampHeader: true,
+  signedTemplate: true,
+  toleranceSeconds: true,
+  idHeader: true,
+  idPointer: true,
+  stableFields: true,
+  typeHeader: true,
+  typePointer: true,
+  versionPointer: true,
+  entityType: true,
+  entityTypePointer: true,
+  entityIdPointer: true,
+} satisfies FieldsOf<GenericOptions>;
 
 /**
  * Checks a source's provider-specific options: problems refuse the configuration, warnings are legal but risky
@@ -58,5 +93,6 @@ function genericCheck(at: string, source: SourceConfig): { problems: string[]; w
         `${at}.generic.stableFields: events are deduplicated by a hash of ${options.stableFields.join(", ")} (last resort); two events with equal values there are one event, so prefer idHeader or idPointer if the sender has an id`,
       ]
     : [];
-  return { problems: genericOptionProblems(`${at}.generic`, options), warnings };
+  // Unknown fields are reported once, by `unknownFields`, in the words used at every depth of the configuration.
+  return { problems: genericOptionProblems(`${at}.generic`, knownOnly(options, GENERIC_FIELDS)), warnings };
 }

@@ -2,7 +2,8 @@ import type { Source } from "../edge/receiver.js";
 import { SCHEDULED_PRUNE } from "../prune/schedule.js";
 import { defaultTombstoneHorizonMs, horizonRefusals } from "../prune/windows.js";
 import { durationMs } from "./duration.js";
-import { type Configurable, isEnvRef } from "./env.js";
+import { type Configurable, ENV_REF_FIELDS, isEnvRef } from "./env.js";
+import type { FieldsOf } from "./fields.js";
 
 /**
  * Work the service runs on an interval (docs/architecture.md §8).
@@ -43,6 +44,23 @@ export interface SchedulesConfig {
     readonly apiKey: Configurable<string>;
   }[];
 }
+
+/** The fields of {@link SchedulesConfig} at every depth (see `unknownFields`). */
+export const SCHEDULES_FIELDS = {
+  prune: {
+    olderThan: true,
+    tombstonesOlderThan: true,
+    every: true,
+    batchSize: true,
+    duty: true,
+    force: true,
+  } satisfies FieldsOf<NonNullable<SchedulesConfig["prune"]>>,
+  reconcile: [
+    { source: true, every: true, since: true, apiKey: ENV_REF_FIELDS } satisfies FieldsOf<
+      NonNullable<SchedulesConfig["reconcile"]>[number]
+    >,
+  ],
+} satisfies FieldsOf<SchedulesConfig>;
 
 /** Schedules with their durations in milliseconds and their keys resolved. */
 export interface ResolvedSchedules {

@@ -1,10 +1,12 @@
-import type { AlertsConfig } from "./alerts.js";
+import { ALERTS_FIELDS, type AlertsConfig } from "./alerts.js";
 import type { AwardeeOptions } from "../providers/awardee.js";
 import type { GenericOptions } from "../providers/generic-options.js";
 import type { RetryPolicy } from "../worker/backoff.js";
 import type { Handlers } from "../worker/handlers.js";
-import type { Configurable } from "./env.js";
-import type { SchedulesConfig } from "./schedules.js";
+import { type Configurable, ENV_REF_FIELDS } from "./env.js";
+import type { FieldsOf } from "./fields.js";
+import { AWARDEE_FIELDS, GENERIC_FIELDS } from "./provider-options.js";
+import { SCHEDULES_FIELDS, type SchedulesConfig } from "./schedules.js";
 
 /** The providers a source can name (docs/architecture.md §5). */
 export type ProviderName =
@@ -84,7 +86,7 @@ export interface HookledgerConfig {
   /**
    * The admin listener of `hookledger serve`: `/metrics`, `/healthz` and `/readyz`, kept off the public webhook
    * port. `ADMIN_PORT` and `ADMIN_HOST` in the environment beat these.
-   * @defaultValue `{ host: "127.0.0.1", port: <the webhook port + 1, or 0 when that is 0> }`
+   * @defaultValue `{ host: "127.0.0.1", port: <the webhook port + 10000, or 0 when that is 0 or above 55535> }`
    * @example admin: { port: 9464, host: "0.0.0.0" } // a scraper on another host
    */
   readonly admin?: { readonly port?: Configurable<number>; readonly host?: Configurable<string> };
@@ -143,6 +145,62 @@ export interface HookledgerConfig {
     readonly shutdownGraceMs?: number;
   };
 }
+
+/** The fields of a source (see `unknownFields`); its `awardee` and `generic` options are looked into too. */
+export const SOURCE_FIELDS = {
+  name: true,
+  provider: true,
+  secrets: [ENV_REF_FIELDS],
+  toleranceSeconds: true,
+  maxBodyBytes: true,
+  awardee: AWARDEE_FIELDS,
+  generic: GENERIC_FIELDS,
+} satisfies FieldsOf<SourceConfig>;
+
+type Worker = NonNullable<HookledgerConfig["worker"]>;
+type Dashboard = NonNullable<HookledgerConfig["dashboard"]>;
+
+/** The fields of `worker` (see `unknownFields`), also `createHookledger`'s option. */
+export const WORKER_FIELDS = {
+  enabled: true,
+  concurrency: true,
+  pollIntervalMs: true,
+  handlerTimeoutMs: true,
+  batchSize: true,
+  batchBudgetMs: true,
+  retry: { maxAttempts: true, baseDelayMs: true, maxDelayMs: true } satisfies FieldsOf<RetryPolicy>,
+  shutdownGraceMs: true,
+} satisfies FieldsOf<Worker>;
+
+/**
+ * The fields of a {@link HookledgerConfig} at every depth: a field it lacks refuses to start
+ * (`config.workr: unknown field; did you mean worker?`). `handlers` is not looked into: it is a `Handlers`.
+ */
+export const CONFIG_FIELDS = {
+  database: {
+    url: ENV_REF_FIELDS,
+    schema: true,
+    embeddedPort: true,
+  } satisfies FieldsOf<NonNullable<HookledgerConfig["database"]>>,
+  host: ENV_REF_FIELDS,
+  port: ENV_REF_FIELDS,
+  admin: { port: ENV_REF_FIELDS, host: ENV_REF_FIELDS } satisfies FieldsOf<
+    NonNullable<HookledgerConfig["admin"]>
+  >,
+  dashboard: {
+    users: [
+      { name: true, token: ENV_REF_FIELDS } satisfies FieldsOf<NonNullable<Dashboard["users"]>[number]>,
+    ],
+    enabled: true,
+  } satisfies FieldsOf<Dashboard>,
+  trustProxy: true,
+  sources: [SOURCE_FIELDS],
+  replayToken: ENV_REF_FIELDS,
+  schedules: SCHEDULES_FIELDS,
+  alerts: ALERTS_FIELDS,
+  handlers: true,
+  worker: WORKER_FIELDS,
+} satisfies FieldsOf<HookledgerConfig>;
 
 /**
  * Identity function that gives a config file its types.

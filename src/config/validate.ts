@@ -6,11 +6,12 @@ import { Handlers } from "../worker/handlers.js";
 import { type ResolvedAlerts, resolveAlerts } from "./alerts.js";
 import { type ResolvedDatabase, resolveDatabase, resolveListen } from "./database.js";
 import { type Configurable, readConfigurable } from "./env.js";
+import { knownOnly, unknownFields } from "./fields.js";
 import { type ResolvedSchedules, resolveSchedules } from "./schedules.js";
-import { providerOptionChecks } from "./provider-options.js";
+import { GENERIC_FIELDS, providerOptionChecks } from "./provider-options.js";
 import { resolveSecrets } from "./secrets.js";
 import { type ResolvedDashboard, resolveDashboard } from "./dashboard.js";
-import type { HookledgerConfig, ProviderName } from "./types.js";
+import { CONFIG_FIELDS, type HookledgerConfig, type ProviderName } from "./types.js";
 
 /** A configuration whose every value is checked and resolved. */
 export interface ResolvedConfig {
@@ -26,7 +27,7 @@ export interface ResolvedConfig {
   readonly sources: readonly Source[];
   /** The replay route's token (`HOOKLEDGER_REPLAY_TOKEN`); unset refuses every replay. */
   readonly replayToken: string | undefined;
-  /** The admin listener's address; `port` undefined: the webhook port + 1 (0 when that is 0). */
+  /** The admin listener's address; `port` undefined: the webhook port + 10000 (0 when that is 0 or above 55535). */
   readonly admin: { readonly host: string; readonly port: number | undefined };
   /** Failed verifications are counted per the last `X-Forwarded-For` entry. */
   readonly trustProxy: boolean;
@@ -91,7 +92,8 @@ export interface ResolveOptions {
 
 /**
  * Validates a configuration and resolves its environment references; throws a {@link ConfigError} listing every
- * problem at once.
+ * problem at once. A field the configuration types do not define, at any depth, is one of them:
+ * `config.sources[0].maxBodyByts: unknown field; did you mean maxBodyBytes?`.
  *
  * @example
  * const config = resolveConfig(userConfig, process.env);
@@ -101,8 +103,24 @@ export function resolveConfig(
   environment: NodeJS.ProcessEnv = process.env,
   options: ResolveOptions = {},
 ): ResolvedConfig {
+  return resolveConfigAfter(unknownFields(config, CONFIG_FIELDS, "config"), config, environment, options);
+}
+
+/**
+ * {@link resolveConfig} with the caller's own check of the fields instead: `problems` (e.g. `createHookledger`'s
+ * unknown options) are listed first in the {@link ConfigError}.
+ *
+ * @example
+ * resolveConfigAfter(unknownFields(options, OPTIONS_FIELDS, "options"), config, process.env);
+ */
+export function resolveConfigAfter(
+  earlier: readonly string[],
+  config: HookledgerConfig,
+  environment: NodeJS.ProcessEnv = process.env,
+  options: ResolveOptions = {},
+): ResolvedConfig {
   const checkSecrets = options.secrets ?? true;
-  const problems: string[] = [];
+  const problems: string[] = [...earlier];
   const warnings: string[] = [];
   const read = (value: Configurable<string> | undefined) => readConfigurable(value, environment);
   const positiveInt = (field: string, value: unknown, fallback: number): number => {
@@ -161,7 +179,8 @@ export function resolveConfig(
       provider: createProvider(source.provider, {
         ...(toleranceSeconds !== undefined && { toleranceSeconds }),
         ...(source.awardee && { awardee: source.awardee }),
-        ...(source.generic && { generic: source.generic }),
+        // Its unknown fields are already problems; the provider itself would throw on them.
+        ...(source.generic && { generic: knownOnly(source.generic, GENERIC_FIELDS) }),
       }),
       secrets,
       maxBodyBytes,

@@ -170,3 +170,29 @@ test("a database that does not exist is named with its server", async () => {
   );
   noStack(r.stderr);
 });
+
+test("every command that loads the config refuses a misspelt field, one line naming its path and the fix", async () => {
+  const dir = await tempDir();
+  await writeFile(
+    join(dir, "hookledger.config.mjs"),
+    `export default {
+  workr: { concurrency: 4 },
+  sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_x"], maxBodyByts: 10 }],
+};
+`,
+  );
+  const env = cleanEnv({ DATABASE_URL: testDatabaseUrl(), HOOKLEDGER_SCHEMA: freshSchema(), PORT: "0" });
+  for (const command of [["migrate"], ["worker"], ["serve"], ["stats"], ["events", "list"], ["send"]]) {
+    const label = command.join(" ");
+    const r = await runCli(command, { cwd: dir, env });
+    assert.equal(r.code, 1, `${label}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, /^ {2}- config\.workr: unknown field; did you mean worker\?$/m, label);
+    assert.match(
+      r.stderr,
+      /^ {2}- config\.sources\[0\]\.maxBodyByts: unknown field; did you mean maxBodyBytes\?$/m,
+      label,
+    );
+    assert.doesNotMatch(r.stdout + r.stderr, /listening|applied/, label);
+    noStack(r.stderr);
+  }
+});

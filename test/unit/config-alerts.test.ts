@@ -102,8 +102,8 @@ test("resolveConfig refuses alerts without a destination, a misspelt rule, a bad
     }),
   );
   assert.deepEqual(problems, [
+    "config.alerts.rules.deadletter: unknown field; did you mean deadLetters?",
     "alerts: no destination; add slack: env('SLACK_ALERT_WEBHOOK_URL') or webhooks: [{ url, secret }], or remove alerts",
-    "alerts.rules.deadletter: no such rule; the rules are deadLetters, backlogAge, failureRate, signatureFailures, bodyMismatches, unhandled",
     "alerts.rules.deadLetters.atLeast: expected a whole number of at least 1, got 0",
     'alerts.rules.backlogAge.over: "ten minutes" is not a duration; write e.g. 30s, 15m or 1h',
     "alerts.rules.failureRate.over: a share from 0 up to (not including) 1, e.g. 0.2 for 20 %, got 20",

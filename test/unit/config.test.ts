@@ -228,7 +228,6 @@ test("resolveConfig names each unusable generic option and its fix", () => {
       { ...GENERIC, entityIdPointer: "/data/id" },
       /an entity needs entityIdPointer, versionPointer and exactly one/,
     ],
-    [{ ...GENERIC, idpointer: "/id" }, /\.generic\.idpointer: unknown option; the options are/],
   ];
   for (const [options, expected] of cases) {
     const problems = genericProblems(options);
@@ -236,6 +235,12 @@ test("resolveConfig names each unusable generic option and its fix", () => {
     assert.match(problems[0] ?? "", expected);
     assert.match(problems[0] ?? "", /^sources\[0\]\.generic/);
   }
+});
+
+test("resolveConfig names a misspelt generic option once, with the name it resembles", () => {
+  assert.deepEqual(genericProblems({ ...GENERIC, idpointer: "/id" }), [
+    "config.sources[0].generic.idpointer: unknown field; did you mean idPointer?",
+  ]);
 });
 
 test("resolveConfig warns, without refusing, when a generic source dedupes by stableFields", () => {
