@@ -11,6 +11,10 @@ import { countTurns } from "./count-turns.js";
 import { dueFloorKeeper } from "./floor.js";
 import type { Handlers } from "./handlers.js";
 import { listenForClaims } from "./wake.js";
+import { Outbox } from "../outbox/outbox.js";
+import type { OutboxSendReport } from "../outbox/deliver.js";
+import { startOutboxEngine } from "./outbox-run.js";
+import { finishedWithin } from "../within.js";
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
@@ -69,6 +73,15 @@ export interface WorkerOptions {
    * startWorker({ ...options, makePartitions: false });
    */
   readonly makePartitions?: boolean;
+  /**
+   * The senders of `ctx.outbox.send` and how their messages are sent (docs/outbox.md). This process sends the due
+   * messages of every sender it has, whoever wrote them. @defaultValue new Outbox() (only the built-in `http`)
+   * @example
+   * startWorker({ ...options, outbox: new Outbox().on("email", sendEmail) });
+   */
+  readonly outbox?: Outbox;
+  /** Hears how each outbox send ended (metrics); it must not throw or block. */
+  readonly onOutboxSend?: (report: OutboxSendReport) => void;
 }
 
 /** A running worker. */
@@ -105,6 +118,7 @@ export function startWorker(options: WorkerOptions): Worker {
     channel: options.ledger.channel,
     log: options.log,
   });
+  const outbox = options.outbox ?? new Outbox();
   const abandon = new AbortController();
   let stopping = false;
   const deps = {
@@ -118,7 +132,16 @@ export function startWorker(options: WorkerOptions): Worker {
     handlerTimeoutMs: options.handlerTimeoutMs ?? 30_000,
     log: options.log,
     ...(options.onAttempt && { onAttempt: options.onAttempt }),
+    outboxSenders: outbox.senders(),
   };
+  const sending = startOutboxEngine({
+    pool: options.pool,
+    connectionString: options.connectionString,
+    ledger: options.ledger,
+    outbox,
+    log: options.log,
+    onSend: options.onOutboxSend,
+  });
 
   const floor = dueFloorKeeper(options.ledger);
   const turns = countTurns();
@@ -176,17 +199,8 @@ export function startWorker(options: WorkerOptions): Worker {
         );
       }
       await waker.close();
+      // After the handlers: the messages of the last batches are committed and may still be sent within the grace.
+      await sending.stop(graceMs);
     },
   };
-}
-
-/** Whether `work` settles within `ms`. */
-async function finishedWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  const result = await Promise.race([work.then(() => true), timeout]);
-  clearTimeout(timer);
-  return result;
 }
