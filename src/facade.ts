@@ -15,6 +15,7 @@ import { ledgerContext } from "./ledger/context.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { type Handler, Handlers } from "./worker/handlers.js";
+import type { Outbox } from "./outbox/outbox.js";
 import type { PayloadOf, SourceEventType, SourceMap, SourceProviders } from "./worker/payloads.js";
 import { startWorker, type Worker } from "./worker/worker.js";
 import { createStatsObserver } from "./stats/observer.js";
@@ -46,6 +47,12 @@ export interface HookledgerOptions {
   readonly sources: readonly SourceConfig[];
   /** Handlers registered up front; {@link Hookledger.on} adds more. @defaultValue new Handlers() */
   readonly handlers?: Handlers;
+  /**
+   * The senders of `ctx.outbox.send` (docs/outbox.md); `hl.startWorker()` sends their messages.
+   * @defaultValue new Outbox() (only the built-in `http` sender)
+   * @example outbox: new Outbox().on("email", sendEmail)
+   */
+  readonly outbox?: Outbox;
   /** The ledger's schema. @defaultValue `HOOKLEDGER_SCHEMA`, else "hookledger" */
   readonly schema?: string;
   /** Worker settings, as in a config file (concurrency, retry, handlerTimeoutMs, shutdownGraceMs). */
@@ -78,6 +85,7 @@ const OPTIONS_FIELDS = {
   pool: true,
   sources: [SOURCE_FIELDS],
   handlers: true,
+  outbox: true,
   schema: true,
   worker: WORKER_FIELDS,
   mode: true,
@@ -170,6 +178,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
     sources: options.sources,
     handlers: options.handlers ?? new Handlers(),
     ...(options.worker && { worker: options.worker }),
+    ...(options.outbox && { outbox: options.outbox }),
     // The database is given here, not read from the environment; the URL is only used to satisfy the resolver.
     database: {
       url: options.connectionString ?? "postgres://pool",
@@ -249,13 +258,15 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
     startWorker() {
       if (closed) throw new Error("this hookledger is closed");
       worker ??= startWorker({
-        pool: open("work", config.worker.concurrency),
+        // One connection more than the slots: the outbox's sends take and record between the batches.
+        pool: open("work", config.worker.concurrency + 1),
         connectionString: options.connectionString ?? listenConfig(options.pool),
         ledger,
         handlers,
         log,
         ...workerTuning(config),
         onAttempt: metrics.onAttempt,
+        onOutboxSend: metrics.onOutboxSend,
       });
       return worker;
     },

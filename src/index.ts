@@ -143,3 +143,27 @@ export type {
   StandardWebhookPayload,
 } from "./worker/payloads.js";
 export { startWorker, type Worker, type WorkerOptions } from "./worker/worker.js";
+
+export {
+  defaultOutboxRetry,
+  type HttpMessage,
+  type HttpSenderOptions,
+  httpSender,
+  Outbox,
+  type OutboxMessage,
+  type OutboxOptions,
+  type SendCall,
+  type Sender,
+  SendError,
+} from "./outbox/outbox.js";
+export type { OutboxWriter, SendOptions } from "./outbox/writer.js";
+export type { OutboxSendReport } from "./outbox/deliver.js";
+export {
+  getOutboxMessage,
+  listOutbox,
+  type OutboxDetail,
+  type OutboxFilter,
+  type OutboxStatus,
+  type OutboxSummary,
+  retryOutbox,
+} from "./ledger/outbox-inspect.js";

@@ -173,7 +173,8 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       const work = createPool({
         connectionString,
         role: "work",
-        max: config.worker.concurrency,
+        // One connection more than the slots: the outbox's sends take and record between the batches.
+        max: config.worker.concurrency + 1,
       });
       closers.push(() => work.end());
       const worker: Worker = startWorker({
@@ -184,6 +185,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         log,
         ...workerTuning(config),
         onAttempt: metrics.onAttempt,
+        onOutboxSend: metrics.onOutboxSend,
         makePartitions: options.migrate ?? true,
       });
       closers.push(() => worker.stop(config.worker.shutdownGraceMs));

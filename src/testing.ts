@@ -5,6 +5,7 @@ export {
   type RunHandlerOptions,
   runHandler,
   type TestEvent,
+  type TestOutboxMessage,
 } from "./testing/run-handler.js";
 export {
   type DeliverySigner,

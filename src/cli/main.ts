@@ -19,6 +19,7 @@ Commands:
   send               sign and post the demo's events, or JSON files as any source, to a running service
   stats              deliveries, duplicate rate, would-skip, refusals; backlog, failures, dead, time to settle
   events             list, show, retry and requeue events in the ledger
+  outbox             list, show and retry the messages handlers sent with ctx.outbox.send
   replay             bring back missed events: replay stripe (events API), replay github (redeliveries)
   reconcile          list the Stripe events the ledger lacks and claim them
   prune              delete settled events past a horizon, keeping tombstones of their keys
@@ -58,6 +59,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<{ command: Command }>>> = 
   send: () => import("./commands/send.js"),
   stats: () => import("./commands/stats.js"),
   events: () => import("./commands/events.js"),
+  outbox: () => import("./commands/outbox.js"),
   replay: () => import("./commands/replay.js"),
   reconcile: () => import("./commands/reconcile.js"),
   prune: () => import("./commands/prune.js"),

@@ -3,6 +3,7 @@ import type { AwardeeOptions } from "../providers/awardee.js";
 import type { GenericOptions } from "../providers/generic-options.js";
 import type { RetryPolicy } from "../worker/backoff.js";
 import type { Handlers } from "../worker/handlers.js";
+import type { Outbox } from "../outbox/outbox.js";
 import { type Configurable, ENV_REF_FIELDS } from "./env.js";
 import type { FieldsOf } from "./fields.js";
 import { AWARDEE_FIELDS, GENERIC_FIELDS } from "./provider-options.js";
@@ -127,6 +128,12 @@ export interface HookledgerConfig {
    */
   readonly alerts?: AlertsConfig;
   readonly handlers?: Handlers;
+  /**
+   * The senders of `ctx.outbox.send` and how their messages are sent (docs/outbox.md); the processes that run the
+   * worker send. @defaultValue new Outbox() (only the built-in `http` sender)
+   * @example outbox: new Outbox().on("email", sendEmail)
+   */
+  readonly outbox?: Outbox;
   readonly worker?: {
     /** Run the worker inside `serve`. @defaultValue true */
     readonly enabled?: boolean;
@@ -174,7 +181,8 @@ export const WORKER_FIELDS = {
 
 /**
  * The fields of a {@link HookledgerConfig} at every depth: a field it lacks refuses to start
- * (`config.workr: unknown field; did you mean worker?`). `handlers` is not looked into: it is a `Handlers`.
+ * (`config.workr: unknown field; did you mean worker?`). `handlers` and `outbox` are not looked into: they are a
+ * `Handlers` and an `Outbox`.
  */
 export const CONFIG_FIELDS = {
   database: {
@@ -199,6 +207,7 @@ export const CONFIG_FIELDS = {
   schedules: SCHEDULES_FIELDS,
   alerts: ALERTS_FIELDS,
   handlers: true,
+  outbox: true,
   worker: WORKER_FIELDS,
 } satisfies FieldsOf<HookledgerConfig>;
 

@@ -3,6 +3,7 @@ import { createProvider } from "../providers/index.js";
 import { MAX_BATCH } from "../ledger/pick.js";
 import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";
 import { Handlers } from "../worker/handlers.js";
+import { Outbox } from "../outbox/outbox.js";
 import { type ResolvedAlerts, resolveAlerts } from "./alerts.js";
 import { type ResolvedDatabase, resolveDatabase, resolveListen } from "./database.js";
 import { type Configurable, readConfigurable } from "./env.js";
@@ -39,6 +40,7 @@ export interface ResolvedConfig {
   /** Legal but risky choices, each naming the field; the service logs them at start. */
   readonly warnings: readonly string[];
   readonly handlers: Handlers;
+  readonly outbox: Outbox;
   readonly worker: {
     readonly enabled: boolean;
     readonly concurrency: number;
@@ -197,6 +199,10 @@ export function resolveConfigAfter(
   const database = resolveDatabase(config, environment, embeddedPort, problems);
   const handlers = config.handlers ?? new Handlers();
   warnings.push(...unknownHandlerSources(handlers, config.sources ?? []));
+  const outbox = config.outbox ?? new Outbox();
+  if (!(outbox instanceof Outbox)) {
+    problems.push("outbox: expected an Outbox (`new Outbox().on(name, sender)`, imported from hookledger)");
+  }
   const resolved: ResolvedConfig = {
     database,
     databaseUrl: database.kind === "url" ? database.url : undefined,
@@ -212,6 +218,7 @@ export function resolveConfigAfter(
     alerts: resolveAlerts(config.alerts, environment, problems, options.alerts ?? checkSecrets),
     warnings,
     handlers,
+    outbox,
     worker: {
       enabled: worker.enabled ?? true,
       concurrency: positiveInt("worker.concurrency", worker.concurrency, 4),
@@ -255,9 +262,17 @@ function unknownHandlerSources(handlers: Handlers, sources: readonly { name?: un
  * @example
  * startWorker({ pool, connectionString, ledger, handlers, log, ...workerTuning(config) });
  */
-export function workerTuning(config: Pick<ResolvedConfig, "worker">) {
+export function workerTuning(config: Pick<ResolvedConfig, "worker" | "outbox">) {
   const { concurrency, pollIntervalMs, handlerTimeoutMs, batchSize, batchBudgetMs, retry } = config.worker;
-  return { concurrency, pollIntervalMs, handlerTimeoutMs, batchSize, batchBudgetMs, retry };
+  return {
+    concurrency,
+    pollIntervalMs,
+    handlerTimeoutMs,
+    batchSize,
+    batchBudgetMs,
+    retry,
+    outbox: config.outbox,
+  };
 }
 
 function resolveAdmin(

@@ -1,6 +1,7 @@
 import type { Registry } from "prom-client";
 import { promClient } from "../deps.js";
 import type { EdgeObserver } from "../edge/observer.js";
+import type { OutboxSendReport } from "../outbox/deliver.js";
 import type { AttemptReport } from "../worker/attempt.js";
 import { pendingCounts } from "./pending-counts.js";
 import { type BacklogOptions, backlogReader } from "./backlog.js";
@@ -37,6 +38,8 @@ export interface Metrics {
   readonly observer: EdgeObserver;
   /** Pass as the worker's `onAttempt`. */
   readonly onAttempt: (report: AttemptReport) => void;
+  /** Pass as the worker's `onOutboxSend`. */
+  readonly onOutboxSend: (report: OutboxSendReport) => void;
   /**
    * Exports the backlog gauges, read from the database on each scrape (bounded by `timeoutMs`). Call it once.
    * @example
@@ -63,6 +66,9 @@ const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * | `hookledger_attempts_total` | counter | source, type, result, outcome |
  * | `hookledger_attempt_duration_seconds` | histogram | source, result |
  * | `hookledger_dead_letters_total` | counter | source, type |
+ * | `hookledger_outbox_sends_total` | counter | sender, result |
+ * | `hookledger_outbox_send_duration_seconds` | histogram | sender, result |
+ * | `hookledger_outbox_dead_total` | counter | sender |
  * | `hookledger_backlog_due_events` | gauge | |
  * | `hookledger_backlog_oldest_due_seconds` | gauge | |
  * | `hookledger_backlog_up` | gauge | |
@@ -73,7 +79,7 @@ const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * @example
  * const metrics = createMetrics();
  * const receiver = createReceiver({ ...options, observer: metrics.observer });
- * const worker = startWorker({ ...options, onAttempt: metrics.onAttempt });
+ * const worker = startWorker({ ...options, onAttempt: metrics.onAttempt, onOutboxSend: metrics.onOutboxSend });
  * metrics.trackBacklog({ db: pool, ledger });
  * const text = await metrics.registry.metrics();
  */
@@ -152,6 +158,31 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   });
 
+  const outboxSends = new Counter({
+    name: "hookledger_outbox_sends_total",
+    help: "Outbox send attempts, by sender and result (sent, retry, dead, given-back, lost).",
+    labelNames: ["sender", "result"] as const,
+    registers,
+  });
+  const outboxSeconds = new Histogram({
+    name: "hookledger_outbox_send_duration_seconds",
+    help: "Time of an outbox send attempt, from its lease to its record.",
+    labelNames: ["sender", "result"] as const,
+    buckets: ATTEMPT_BUCKETS,
+    registers,
+  });
+  const outboxDead = new Counter({
+    name: "hookledger_outbox_dead_total",
+    help: "Outbox messages that will not be sent again (attempts exhausted, or refused for good).",
+    labelNames: ["sender"] as const,
+    registers,
+  });
+  const onOutboxSend = (report: OutboxSendReport) => {
+    outboxSends.inc({ sender: report.sender, result: report.result });
+    outboxSeconds.observe({ sender: report.sender, result: report.result }, report.ms / 1000);
+    if (report.result === "dead") outboxDead.inc({ sender: report.sender });
+  };
+
   const observer: EdgeObserver = {
     delivery(report) {
       const source = report.result === "unknown_source" ? "" : report.source;
@@ -183,6 +214,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registry,
     observer,
     onAttempt,
+    onOutboxSend,
     trackBacklog(backlogOptions) {
       if (tracking) throw new Error("trackBacklog() was already called for these metrics");
       tracking = true;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createPool, type Pool, type PoolClient } from "../db/pool.js";
 import type { ArrivedVia } from "../ledger/claim.js";
 import { ledgerContext } from "../ledger/context.js";
+import type { SendOptions } from "../outbox/writer.js";
 import type { PickedEvent } from "../ledger/pick.js";
 import { attemptContext } from "../worker/context.js";
 import type { Handler } from "../worker/handlers.js";
@@ -63,13 +64,31 @@ export interface RunHandlerOptions<P = unknown, R = undefined> {
  * @example
  * const result: HandlerRunResult<number> = { outcome: "applied", inspected: 1 };
  */
-export type HandlerRunResult<R = undefined> =
-  | { readonly outcome: "applied" | "stale" | "ignored"; readonly inspected: R }
-  | { readonly outcome: "threw"; readonly error: Error; readonly inspected: R };
+export type HandlerRunResult<R = undefined> = (
+  | { readonly outcome: "applied" | "stale" | "ignored" }
+  | { readonly outcome: "threw"; readonly error: Error }
+) & {
+  readonly inspected: R;
+  /** What the handler sent with `ctx.outbox.send`, in order: none if it threw (its writes rolled back). */
+  readonly outbox: readonly TestOutboxMessage[];
+};
+
+/**
+ * A message a handler sent, as {@link runHandler} reports it.
+ *
+ * @example
+ * assert.deepEqual(result.outbox.map((m) => m.sender), ["email"]);
+ */
+export interface TestOutboxMessage {
+  readonly sender: string;
+  readonly payload: unknown;
+  readonly key: string;
+  readonly idempotencyKey: string;
+}
 
 /**
  * Runs one handler the way the worker does (`ctx.event`, `ctx.tx` with its transaction rules, `ctx.advance()`
- * on the real guard table, `ctx.ignore()`) inside a transaction that is always rolled back, so the database is
+ * on the real guard table, `ctx.ignore()`, `ctx.outbox`, whose messages it reports and never sends) inside a transaction that is always rolled back, so the database is
  * left as it was. The ledger needs no row for the event.
  *
  * @example
@@ -111,9 +130,21 @@ export async function runHandler<P = unknown, R = undefined>(
     await client.query("begin");
     await client.query("savepoint handler");
     const attempt = attemptContext(client, ledger, picked(options.event));
+    const sent: TestOutboxMessage[] = [];
+    const ctx = {
+      ...attempt.ctx,
+      outbox: {
+        async send(name: string, payload: unknown, sendOptions?: SendOptions) {
+          const idempotencyKey = await attempt.ctx.outbox.send(name, payload, sendOptions);
+          const key = sendOptions?.key ?? `#${sent.filter((m) => m.key.startsWith("#")).length}`;
+          sent.push({ sender: name, payload: JSON.parse(JSON.stringify(payload)), key, idempotencyKey });
+          return idempotencyKey;
+        },
+      },
+    };
     let error: Error | undefined;
     try {
-      await (handler as Handler)(attempt.ctx);
+      await (handler as Handler)(ctx);
     } catch (thrown) {
       error = thrown instanceof Error ? thrown : new Error(String(thrown));
       if (!attempt.endedTransaction()) await client.query("rollback to savepoint handler");
@@ -121,7 +152,10 @@ export async function runHandler<P = unknown, R = undefined>(
       attempt.end();
     }
     const inspected = (await options.inspect?.(client)) as R;
-    return error ? { outcome: "threw", error, inspected } : { outcome: attempt.outcome(), inspected };
+    const outbox = error ? [] : sent;
+    return error
+      ? { outcome: "threw", error, inspected, outbox }
+      : { outcome: attempt.outcome(), inspected, outbox };
   } finally {
     // A connection whose rollback failed never goes back to the pool.
     const failed = await client.query("rollback").then(

@@ -23,6 +23,8 @@ export interface AttemptDeps {
   readonly signal?: AbortSignal;
   /** Hears how each attempt ended (metrics); it must not throw or block. */
   readonly onAttempt?: (report: AttemptReport) => void;
+  /** The names `ctx.outbox.send` accepts; another name is written dead, saying which exist. */
+  readonly outboxSenders: readonly string[];
 }
 
 /**

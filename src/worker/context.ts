@@ -4,6 +4,7 @@ import type { LedgerContext } from "../ledger/context.js";
 import { HANDLER_ENDED_TRANSACTION, type PickedEvent } from "../ledger/pick.js";
 import { encodeVersion } from "../ledger/version.js";
 import type { ArmGate } from "./arm-gate.js";
+import { outboxWriter } from "../outbox/writer.js";
 import type { HandlerContext, HandlerEvent } from "./handlers.js";
 
 /** Rejects a handler's later queries once its attempt is over (it timed out or was abandoned and kept going). */
@@ -41,15 +42,17 @@ export interface AttemptContext {
 
 /**
  * Builds the context a handler runs with: the event, `ctx.tx` (the event's transaction, guarded: it cannot be
- * released, its transaction cannot be ended, and it refuses queries once the attempt is over) and the version guard.
- * `gate`: what sends the event's arm ahead of the handler's first query (arm-gate.ts).
+ * released, its transaction cannot be ended, and it refuses queries once the attempt is over), the version guard
+ * and `ctx.outbox`. `gate`: what sends the event's arm ahead of the handler's first query (arm-gate.ts); `senders`:
+ * the names `ctx.outbox.send` accepts (undefined: any).
  */
 export function attemptContext(
   client: PoolClient,
   ledger: LedgerContext,
   picked: PickedEvent,
-  gate?: ArmGate,
+  options: { readonly gate?: ArmGate | undefined; readonly senders?: readonly string[] | undefined } = {},
 ): AttemptContext {
+  const { gate } = options;
   let over = false;
   let ended = false;
   let stale = false;
@@ -132,6 +135,12 @@ export function attemptContext(
     ignore() {
       ignored = true;
     },
+    outbox: outboxWriter(
+      tx,
+      ledger,
+      { source: picked.source, dedupeKey: picked.dedupe_key },
+      options.senders,
+    ),
   };
   return {
     ctx,

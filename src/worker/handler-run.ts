@@ -28,7 +28,7 @@ export async function runHandler(
   handler: Handler,
   gate?: ArmGate,
 ): Promise<HandlerResult> {
-  const attempt = attemptContext(client, deps.ledger, picked, gate);
+  const attempt = attemptContext(client, deps.ledger, picked, { gate, senders: deps.outboxSenders });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(

@@ -1,5 +1,6 @@
 import type { PoolClient } from "../db/pool.js";
 import type { ArrivedVia } from "../ledger/claim.js";
+import type { OutboxWriter } from "../outbox/writer.js";
 import type { PayloadOf, SourceEventType, SourceMap } from "./payloads.js";
 
 /** The event a handler receives. */
@@ -39,6 +40,14 @@ export interface HandlerContext<P = unknown> {
   advance(entityType?: string, entityId?: string, version?: number | string | Date): Promise<boolean>;
   /** Marks the event `ignored` (settled, deliberately not acted on). */
   ignore(): void;
+  /**
+   * Messages sent after the event's transaction commits, once in effect (docs/outbox.md): an email, a refund, a
+   * call to another API. Nothing is sent if the attempt rolls back; no transaction is held across the call.
+   *
+   * @example
+   * await ctx.outbox.send("refund", { paymentIntent: ctx.event.payload.data.object.id });
+   */
+  readonly outbox: OutboxWriter;
 }
 
 /** A function that applies one event. Throwing rolls back its writes and schedules a retry. */

@@ -19,31 +19,47 @@ export interface AlertReceiver {
 }
 
 /**
- * Starts a receiver on 127.0.0.1. `answer(n)` gives the status of the n-th request (0-based); `"hang"` never
- * answers (until close).
+ * How the receiver answers one request: a status, a status with headers and body, `"hang"` (never, until close)
+ * or `"drop"` (the request was received, then the connection is cut with no answer); a promise of one answers
+ * when it settles.
+ */
+export type Answer =
+  | number
+  | { readonly status: number; readonly headers?: Record<string, string>; readonly body?: string }
+  | "hang"
+  | "drop";
+
+/**
+ * Starts a receiver on 127.0.0.1. `answer(n)` says how to answer the n-th request (0-based).
  *
  * @example
  * const slack = await startAlertReceiver(() => 200);
  */
 export async function startAlertReceiver(
-  answer: (n: number) => number | "hang" = () => 200,
+  answer: (n: number, request: Received) => Answer | Promise<Answer> = () => 200,
   path = "/services/T000/B000/tokenpart",
 ): Promise<AlertReceiver> {
   const received: Received[] = [];
   const hanging: ServerResponse[] = [];
   const server = createServer((req, res) => {
+    const reply = (how: Answer) => {
+      if (how === "hang") hanging.push(res);
+      else if (how === "drop") req.socket.destroy();
+      else if (typeof how === "number") {
+        res.writeHead(how, { "content-type": "text/plain" }).end(how < 300 ? "ok" : "no");
+      } else res.writeHead(how.status, { "content-type": "text/plain", ...how.headers }).end(how.body ?? "");
+    };
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const n = received.length;
-      received.push({
+      const request = {
         path: req.url ?? "",
         headers: req.headers,
         body: Buffer.concat(chunks).toString("utf8"),
-      });
-      const status = answer(n);
-      if (status === "hang") hanging.push(res);
-      else res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "no");
+      };
+      received.push(request);
+      void Promise.resolve(answer(n, request)).then(reply);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -6,6 +6,7 @@ import {
   env,
   Handlers,
   type HookledgerConfig,
+  Outbox,
   resolveConfig,
 } from "hookledger";
 import { problemsOf } from "../helpers/config.js";
@@ -91,6 +92,7 @@ const FULL = {
     },
   },
   handlers: new Handlers().on("stripe", "invoice.paid", () => {}),
+  outbox: new Outbox().on("email", () => {}),
   worker: {
     enabled: true,
     concurrency: 4,
@@ -204,19 +206,21 @@ const AT_EACH_DEPTH: [string, (c: Loose) => void, string][] = [
 
 for (const [depth, misspell, expected] of AT_EACH_DEPTH) {
   test(`resolveConfig refuses an unknown field in ${depth}, naming its path and the closest name`, () => {
-    const config = structuredClone({ ...FULL, handlers: undefined });
+    const config = structuredClone({ ...FULL, handlers: undefined, outbox: undefined });
     misspell(config);
-    assert.deepEqual(problemsOf({ ...config, handlers: FULL.handlers }, FULL_ENV), [expected]);
+    assert.deepEqual(problemsOf({ ...config, handlers: FULL.handlers, outbox: FULL.outbox }, FULL_ENV), [
+      expected,
+    ]);
   });
 }
 
 test("resolveConfig lists the known fields when no name is close to the unknown one", () => {
   const problems = problemsOf({ ...FULL, workr2x: 1 } as HookledgerConfig, FULL_ENV);
   assert.deepEqual(problems, [
-    "config.workr2x: unknown field; known fields: database, host, port, admin, dashboard, trustProxy, sources, replayToken, schedules, alerts, handlers, worker",
+    "config.workr2x: unknown field; known fields: database, host, port, admin, dashboard, trustProxy, sources, replayToken, schedules, alerts, handlers, outbox, worker",
   ]);
   assert.deepEqual(problemsOf({ ...FULL, "max body": 1 } as HookledgerConfig, FULL_ENV), [
-    'config["max body"]: unknown field; known fields: database, host, port, admin, dashboard, trustProxy, sources, replayToken, schedules, alerts, handlers, worker',
+    'config["max body"]: unknown field; known fields: database, host, port, admin, dashboard, trustProxy, sources, replayToken, schedules, alerts, handlers, outbox, worker',
   ]);
 });
 
@@ -287,7 +291,7 @@ test("createHookledger refuses an unknown option at the top level and nested, na
     "options.worker.concurency: unknown field; did you mean concurrency?",
     "options.worker.retry.baseDelay: unknown field; did you mean baseDelayMs?",
     "options.failureLimit.maxFailure: unknown field; did you mean maxFailures?",
-    "options.nonsense: unknown field; known fields: connectionString, pool, sources, handlers, schema, worker, mode, log, replayToken, seen, failureLimit, trustProxy, observer",
+    "options.nonsense: unknown field; known fields: connectionString, pool, sources, handlers, outbox, schema, worker, mode, log, replayToken, seen, failureLimit, trustProxy, observer",
   ]);
 });
 
