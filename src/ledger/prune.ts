@@ -42,7 +42,8 @@ select dedupe_key from doomed`,
 // Phase 2 deletes the marked rows that are still settled and old (a requeue in between keeps its row), their
 // duplicate counts and the bodies that would outlive their day: those in the default partition (kept when their day
 // was dropped, or claimed when it had no partition) and those in an old ledger's partition (rows received before
-// `$4`). Bodies in a day partition go with the partition, all at once (body-partitions.ts), once their whole day is
+// `$4`), and their outbox messages already sent (docs/outbox.md, "Prune": pending and dead ones stay, to be sent or
+// retried). Bodies in a day partition go with the partition, all at once (body-partitions.ts), once their whole day is
 // past the horizon: they are never probed here, one by one.
 const sweepSql = statement(
   "prune-sweep",
@@ -58,6 +59,9 @@ const sweepSql = statement(
 ), kept_bodies as (
   delete from ${s}.event_bodies_default b using gone
   where b.source = $1::text and b.dedupe_key = gone.dedupe_key and b.received_at = gone.received_at
+), sent_messages as (
+  delete from ${s}.outbox o using gone
+  where o.source = $1::text and o.dedupe_key = gone.dedupe_key and o.status = 'sent'
 ), old_bodies as (
   delete from ${s}.event_bodies b using gone
   where gone.received_at < $4::timestamptz
@@ -68,7 +72,7 @@ select count(*)::int as n from gone`,
 
 /**
  * Prunes one batch of one source (docs/architecture.md §8): tombstones the batch's dedupe keys, then deletes its rows,
- * their `duplicates` counts and their attempts' errors. Only `settled` rows ever go; pending, failed, dead and inline rows stay. Each phase is
+ * their `duplicates` counts, their attempts' errors and their sent outbox messages. Only `settled` rows ever go; pending, failed, dead and inline rows stay. Each phase is
  * one short autocommit statement, so locks stay bounded by the batch. Returns how many rows were tombstoned
  * (`marked`, 0 when none are left) and how many went (`pruned`: fewer if some were requeued in between).
  *

@@ -131,3 +131,26 @@ test("runPrune expires tombstones of events received before the second horizon, 
   assert.equal(report.tombstonesExpired, 1);
   assert.deepEqual(await keys("tombstones", "exp"), ["e_young"]);
 });
+
+test("runPrune deletes a pruned event's sent outbox messages; its pending and dead ones, and a kept event's, stay", async () => {
+  await seed("mail", ["old_settled"], "settled", 100);
+  await seed("mail", ["recent_settled"], "settled", 10);
+  const message = (id: string, key: string, status: string) =>
+    t.pool.query(
+      `insert into ${t.ledger.s}.outbox (source, dedupe_key, message_key, sender, idempotency_key, payload, status)
+       values ('mail', $1, $2, 'email', $1 || $2, '{}', $3)`,
+      [id, key, status],
+    );
+  await message("old_settled", "#0", "sent");
+  await message("old_settled", "#1", "pending");
+  await message("old_settled", "#2", "dead");
+  await message("recent_settled", "#0", "sent");
+  await prune("mail", 90);
+  const { rows } = await t.pool.query<{ m: string }>(
+    `select dedupe_key || ' ' || message_key as m from ${t.ledger.s}.outbox where source = 'mail' order by 1`,
+  );
+  assert.deepEqual(
+    rows.map((r) => r.m),
+    ["old_settled #1", "old_settled #2", "recent_settled #0"],
+  );
+});
