@@ -3,7 +3,7 @@ import { BlockList, isIP, type LookupFunction } from "node:net";
 
 // Link-local addresses and the cloud metadata services on them (169.254.169.254 on AWS, GCP and Azure,
 // fd00:ec2::254 on AWS's IPv6 IMDS): a destination that resolves there could read the host's credentials. Private
-// ranges stay allowed: destinations come from the operator's own configuration (docs/outbox.md, "Addresses").
+// ranges stay allowed: destinations come from the operator's own configuration (docs/outbox.md, "Senders").
 const refused = new BlockList();
 refused.addSubnet("169.254.0.0", 16, "ipv4");
 refused.addSubnet("fe80::", 10, "ipv6");

@@ -1,3 +1,4 @@
+import { type Fields, type FieldsOf, unknownFields } from "../config/fields.js";
 import { type RetryPolicy, retryDelay } from "../worker/backoff.js";
 import { RefusedAddressError } from "../outbound/address.js";
 import { destinationUrl, postOnce, retryAfterMs } from "../outbound/http.js";
@@ -124,6 +125,7 @@ async function postJson(
  * const outbox = new Outbox().on("crm", httpSender({ url: "https://crm.internal/hooks" }));
  */
 export function httpSender(options: HttpSenderOptions): Sender {
+  refuseUnknown(options, HTTP_SENDER_FIELDS, "httpSender(options)");
   const url = destinationUrl(options.url, "httpSender url");
   const timeoutMs = options.timeoutMs ?? 15_000;
   return (message, call) => postJson(url, options.headers ?? {}, message.payload, call, timeoutMs);
@@ -184,6 +186,25 @@ export interface OutboxOptions {
 
 const RETRY_AFTER_CAP_MS = 3_600_000;
 
+const HTTP_SENDER_FIELDS = {
+  url: true,
+  headers: true,
+  timeoutMs: true,
+} satisfies FieldsOf<HttpSenderOptions>;
+const OUTBOX_FIELDS = {
+  concurrency: true,
+  timeoutMs: true,
+  retry: { maxAttempts: true, baseDelayMs: true, maxDelayMs: true },
+  pollIntervalMs: true,
+} satisfies FieldsOf<OutboxOptions>;
+
+// The same refusal as a config file's (src/config/fields.ts): a misspelt option would otherwise fall back to its
+// default without a word.
+function refuseUnknown(options: object, fields: Fields, at: string): void {
+  const problems = unknownFields(options, fields, at);
+  if (problems.length > 0) throw new TypeError(problems.join("; "));
+}
+
 /** The default outbox retry policy: 15 attempts, 5 s doubling up to 1 h. */
 export const defaultOutboxRetry: RetryPolicy = { maxAttempts: 15, baseDelayMs: 5000, maxDelayMs: 3_600_000 };
 
@@ -207,6 +228,13 @@ export class Outbox {
   readonly options: Required<Omit<OutboxOptions, "retry">> & { readonly retry: RetryPolicy };
 
   constructor(options: OutboxOptions = {}) {
+    refuseUnknown(options, OUTBOX_FIELDS, "new Outbox(options)");
+    for (const field of ["timeoutMs", "pollIntervalMs"] as const) {
+      const value = options[field];
+      if (value !== undefined && !(typeof value === "number" && value > 0 && Number.isFinite(value))) {
+        throw new RangeError(`outbox ${field} must be a positive number of milliseconds, got ${value}`);
+      }
+    }
     const concurrency = options.concurrency ?? 16;
     if (!Number.isInteger(concurrency) || concurrency < 1) {
       throw new RangeError(`outbox concurrency must be a positive integer, got ${concurrency}`);
