@@ -69,11 +69,12 @@ const labelValuesQuery = (v: Variable | undefined) =>
 
 // ---------------------------------------------------------------------------------------------------------------
 // The service: the demo's sources and secrets (so `hookledger send` posts the demo's deliveries), handlers for some
-// of the demo's types, one that always fails, two attempts before an event is dead, and a quick poll.
+// of the demo's types, one that always fails, one whose outbox message is refused for good, two attempts before an
+// event is dead, and a quick poll.
 
 const { dirs, schemas } = cleanupAfter();
 const DEMO_STRIPE_SECRET = "whsec_hookledger_demo_only_stripe";
-const CONFIG = `import { Handlers } from "hookledger";
+const CONFIG = `import { Handlers, Outbox, SendError } from "hookledger";
 const advance = async (ctx) => {
   await ctx.advance();
 };
@@ -88,7 +89,11 @@ export default {
     .on("github", "push", () => {})
     .on("stripe", "charge.failed", () => {
       throw new Error("the monitoring test's handler always fails");
-    }),
+    })
+    .on("stripe", "charge.refunded", (ctx) => ctx.outbox.send("refund", {}).then(() => {})),
+  outbox: new Outbox({ pollIntervalMs: 100 }).on("refund", () => {
+    throw new SendError("the monitoring test's refund is refused", { permanent: true });
+  }),
   worker: { pollIntervalMs: 100, retry: { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 200 } },
 };
 `;
@@ -145,6 +150,8 @@ before(
     assert.equal(await post(mismatch.body, mismatch.headers), 200, "the same id, another body: a mismatch");
     const failing = stripe(`evt_${run}_failing`, "charge.failed");
     assert.equal(await post(failing.body, failing.headers), 200, "fails, then dead at its second attempt");
+    const refunded = stripe(`evt_${run}_refunded`, "charge.refunded");
+    assert.equal(await post(refunded.body, refunded.headers), 200, "applies; its outbox message goes dead");
     const forged = stripe(`evt_${run}_forged`, "invoice.paid");
     assert.equal(
       await post(forged.body.replace("invoice", "INVOICE"), forged.headers),
@@ -158,8 +165,12 @@ before(
       const response = await fetch(`${admin}/metrics`);
       assert.equal(response.status, 200);
       scrapeText = await response.text();
-      if (/^hookledger_dead_letters_total\{/m.test(scrapeText) && /outcome="unhandled"/.test(scrapeText))
-        break;
+      const done = [
+        /^hookledger_dead_letters_total\{/m,
+        /outcome="unhandled"/,
+        /^hookledger_outbox_dead_total\{/m,
+      ];
+      if (done.every((pattern) => pattern.test(scrapeText))) break;
       assert.ok(Date.now() < deadline, `the worker did not settle the test's events in 30 s:\n${scrapeText}`);
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -193,6 +204,8 @@ test("the scrape has a sample of every series the files rely on", () => {
     /^hookledger_backlog_due_events \d+$/m,
     /^hookledger_backlog_oldest_due_seconds [\d.e+-]+$/m,
     /^hookledger_backlog_up 1$/m,
+    /^hookledger_outbox_sends_total\{sender="refund",result="dead"\} 1$/m,
+    /^hookledger_outbox_dead_total\{sender="refund"\} 1$/m,
   ]) {
     assert.match(scrapeText, pattern);
   }
