@@ -52,7 +52,8 @@ const where = `($1::text is null or status = $1::text) and ($2::text is null or 
 
 const listSql = statement(
   "outbox-list",
-  (s) => `select ${columns} from ${s}.outbox where ${where} order by created_at desc limit $4::int`,
+  (s) =>
+    `select ${columns} from ${s}.outbox where ${where} order by created_at desc, source, dedupe_key, message_key limit $4::int`,
 );
 const showSql = statement(
   "outbox-show",

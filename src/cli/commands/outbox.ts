@@ -187,7 +187,11 @@ async function retry(args: string[], io: CommandIO): Promise<number> {
   if (values.json) {
     io.out(`${JSON.stringify({ retried }, null, 2)}\n`);
   } else if (byFilter) {
-    io.out(`retried ${retried.length} dead message${retried.length === 1 ? "" : "s"}: due now\n`);
+    io.out(
+      retried.length === 0
+        ? "no dead messages match; nothing to retry\n"
+        : `retried ${retried.length} dead message${retried.length === 1 ? "" : "s"}: due now\n`,
+    );
   } else {
     for (const key of positionals) {
       io.out(
