@@ -9,6 +9,7 @@ import {
 } from "../ledger/browse.js";
 import type { LedgerContext } from "../ledger/context.js";
 import { attemptErrors, entityHistory } from "../ledger/history.js";
+import { getOutboxMessage, listOutbox, OUTBOX_STATUSES, retryOutbox } from "../ledger/outbox-inspect.js";
 import { EVENT_OUTCOMES, EVENT_STATUSES, getEvent, getEventBody } from "../ledger/inspect.js";
 import { countRequeue, type RequeueFilter, requeueEvents } from "../ledger/requeue.js";
 import { type EventKey, retryEvents } from "../ledger/retry.js";
@@ -35,10 +36,11 @@ const WINDOWS: Record<string, { windowMs: number; bucketMs: number }> = {
   "24h": { windowMs: 86_400_000, bucketMs: 900_000 },
 };
 const MAX_KEYS = 500;
+const OUTBOX_PAGE = 200;
 
 /**
  * The dashboard's read routes (`GET /dashboard/api/…`): `events`, `event`, `body`, `actions`, `health`,
- * `requeue-count`. Throws {@link BadRequest} for a query it cannot take.
+ * `requeue-count`, `outbox`, `outbox-message`. Throws {@link BadRequest} for a query it cannot take.
  *
  * @example
  * const answer = await readRoute(context, "events", new URLSearchParams("status=dead"));
@@ -76,6 +78,21 @@ export async function readRoute(
     }
     case "actions":
       return { status: 200, json: { actions: await listActions(db, ledger, 50) } };
+    case "outbox": {
+      const filter = {
+        ...optional("status", oneOf(query, "status", OUTBOX_STATUSES)),
+        ...optional("source", text(query, "source")),
+        ...optional("sender", text(query, "sender")),
+      };
+      return { status: 200, json: { messages: await listOutbox(db, ledger, filter, OUTBOX_PAGE) } };
+    }
+    case "outbox-message": {
+      const key = text(query, "key");
+      if (key === undefined) throw new BadRequest("key: the message's idempotency key is required");
+      const message = await getOutboxMessage(db, ledger, key);
+      if (!message) return { status: 404, json: { error: "not_found", message: "no such outbox message" } };
+      return { status: 200, json: { message } };
+    }
     case "requeue-count":
       return { status: 200, json: { count: await countRequeue(db, ledger, requeueFilter(query)) } };
     case "health": {
@@ -96,7 +113,8 @@ export async function readRoute(
 }
 
 /**
- * The dashboard's actions (`POST /dashboard/api/retry` and `…/requeue`), each recorded with its user.
+ * The dashboard's actions (`POST /dashboard/api/retry`, `…/requeue` and `…/outbox-retry`), each recorded with its
+ * user.
  *
  * @example
  * await actionRoute(context, "retry", { events: [{ source: "stripe", dedupeKey: "evt_1" }] }, "alice");
@@ -122,6 +140,21 @@ export async function actionRoute(
     const report = await requeueEvents(db, ledger, filter);
     await recordAction(db, ledger, { actor, action: "requeue", events: { filter }, result: report });
     return { status: 200, json: report };
+  }
+  if (route === "outbox-retry") {
+    const which =
+      input.keys === undefined
+        ? { filter: outboxFilter(input.filter) }
+        : { keys: stringList(input.keys, "keys: a list of 1 to 500 idempotency keys") };
+    const retried = await retryOutbox(db, ledger, which);
+    const events = "keys" in which ? which.keys : { filter: which.filter };
+    await recordAction(db, ledger, {
+      actor,
+      action: "outbox-retry",
+      events,
+      result: { retried: retried.length },
+    });
+    return { status: 200, json: { retried } };
   }
   return { status: 404, json: { error: "not_found", message: `no action ${route}` } };
 }
@@ -182,6 +215,20 @@ function eventKeys(value: unknown): EventKey[] {
     }
     return { source: k.source, dedupeKey: k.dedupeKey };
   });
+}
+
+function outboxFilter(value: unknown): { source?: string; sender?: string } {
+  const query = new URLSearchParams(
+    value !== null && typeof value === "object" ? (value as Record<string, string>) : {},
+  );
+  return { ...optional("source", text(query, "source")), ...optional("sender", text(query, "sender")) };
+}
+
+function stringList(value: unknown, message: string): string[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_KEYS) throw new BadRequest(message);
+  if (!value.every((k) => typeof k === "string" && k.length > 0 && k.length <= 500))
+    throw new BadRequest(message);
+  return value as string[];
 }
 
 function text(query: URLSearchParams, name: string): string | undefined {

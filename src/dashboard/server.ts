@@ -70,6 +70,7 @@ const ASSETS: Record<string, string> = {
   "dom.js": "text/javascript; charset=utf-8",
   "list.js": "text/javascript; charset=utf-8",
   "ops.js": "text/javascript; charset=utf-8",
+  "outbox.js": "text/javascript; charset=utf-8",
   "charts.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
   "index.html": "text/html; charset=utf-8",

@@ -6,7 +6,9 @@ import {
   createDashboard,
   createPool,
   Handlers,
+  Outbox,
   resolveConfig,
+  SendError,
   type Service,
   silentLogger,
   startService,
@@ -24,6 +26,8 @@ const SECRET = "whsec_dashboard_test";
 let t: TestLedger;
 let service: Service;
 let admin: string;
+// The outbox's "crm" sender refuses every message for good while this is true.
+let crmRefuses = true;
 
 before(async () => {
   t = await freshLedger();
@@ -37,7 +41,13 @@ before(async () => {
     })
     .on("stripe", "charge.failed", async (ctx) => {
       throw new Error(`the charge handler broke on attempt ${ctx.event.attempt}`);
+    })
+    .on("stripe", "invoice.voided", async (ctx) => {
+      await ctx.outbox.send("crm", { voided: ctx.event.id });
     });
+  const outbox = new Outbox({ pollIntervalMs: 50 }).on("crm", () => {
+    if (crmRefuses) throw new SendError("the CRM refused it", { permanent: true, status: 422 });
+  });
   service = await startService(
     resolveConfig(
       {
@@ -45,6 +55,7 @@ before(async () => {
         port: 0,
         sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_old_dashboard", SECRET] }],
         handlers,
+        outbox,
         dashboard: {
           users: [
             { name: "alice", token: TOKEN },
@@ -471,4 +482,64 @@ test("GET /dashboard/api/event records an attempt that ended unrecorded (its wor
     body.attempts.map((a: { attempt: number; error: string }) => [a.attempt, a.error.slice(0, 40)]),
     [[1, "attempt 1 ended without an outcome: the "]],
   );
+});
+
+test("GET /dashboard/api/outbox lists dead messages, outbox-message shows one, outbox-retry sends it again and is recorded", async () => {
+  const { cookie, csrf } = await signIn();
+  const id = await deliver("invoice.voided", "in_void", 1_700_000_400);
+  const dead = async () =>
+    (await api("outbox?status=dead", cookie)).body.messages.filter(
+      (m: { eventId: string }) => m.eventId === id,
+    );
+  await waitFor("the message dead", async () => (await dead()).length === 1);
+  const [listed] = await dead();
+  assert.equal(listed.sender, "crm");
+  assert.equal(listed.lastError, "the CRM refused it");
+  assert.equal(listed.lastStatus, 422);
+  assert.equal(listed.payload, undefined, "the list leaves payloads out");
+  const shown = await api(`outbox-message?key=${encodeURIComponent(listed.idempotencyKey)}`, cookie);
+  assert.equal(shown.status, 200);
+  assert.deepEqual(shown.body.message.payload, { voided: id });
+  assert.equal((await api("outbox-message?key=hl_nosuchkey", cookie)).status, 404);
+
+  crmRefuses = false;
+  const retried = await fetch(`${admin}/dashboard/api/outbox-retry`, {
+    method: "POST",
+    headers: { cookie, "content-type": "application/json", "x-hookledger-csrf": csrf, origin: admin },
+    body: JSON.stringify({ keys: [listed.idempotencyKey] }),
+  });
+  assert.equal(retried.status, 200);
+  assert.deepEqual((await retried.json()).retried, [listed.idempotencyKey]);
+  await waitFor("the retried message sent", async () => {
+    const { body } = await api(`outbox-message?key=${encodeURIComponent(listed.idempotencyKey)}`, cookie);
+    return body.message.status === "sent";
+  });
+  const [action] = (await api("actions", cookie)).body.actions;
+  assert.deepEqual(
+    [action.actor, action.action, action.events, action.result],
+    ["alice", "outbox-retry", [listed.idempotencyKey], { retried: 1 }],
+  );
+});
+
+test("the dashboard's outbox routes answer bad input 400 naming the field and retry nothing", async () => {
+  const { cookie, csrf } = await signIn();
+  for (const [path, field] of [
+    ["outbox?status=bogus", "status"],
+    ["outbox-message", "key"],
+  ] as const) {
+    const { status, body } = await api(path, cookie);
+    assert.equal(status, 400, path);
+    assert.ok(body.message.startsWith(field), `${path}: ${body.message}`);
+  }
+  const before = (await api("actions", cookie)).body.actions.length;
+  for (const body of [{ keys: [] }, { keys: "hl_x" }, { keys: [1, 2] }]) {
+    const answer = await fetch(`${admin}/dashboard/api/outbox-retry`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json", "x-hookledger-csrf": csrf, origin: admin },
+      body: JSON.stringify(body),
+    });
+    assert.equal(answer.status, 400, JSON.stringify(body));
+    assert.match((await answer.json()).message, /^keys: a list of 1 to 500 idempotency keys/);
+  }
+  assert.equal((await api("actions", cookie)).body.actions.length, before, "nothing recorded");
 });

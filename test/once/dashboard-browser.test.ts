@@ -3,7 +3,15 @@ import { chmod, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { Handlers, resolveConfig, type Service, silentLogger, startService } from "hookledger";
+import {
+  Handlers,
+  Outbox,
+  resolveConfig,
+  SendError,
+  type Service,
+  silentLogger,
+  startService,
+} from "hookledger";
 import { signDelivery } from "hookledger/testing";
 import type { Browser, Page } from "playwright-core";
 import { browserSkipped, launchChromium, watchPage } from "../helpers/browser.js";
@@ -26,6 +34,8 @@ let browser: Browser;
 let t: TestLedger;
 let service: Service;
 let admin: string;
+// The outbox's "crm" sender refuses every message for good while this is true.
+let crmRefuses = true;
 
 before(async () => {
   if (skip) return;
@@ -39,7 +49,13 @@ before(async () => {
     .on("stripe", "customer.updated", async () => {})
     .on("stripe", "charge.failed", async () => {
       throw new Error("the card processor said no");
+    })
+    .on("stripe", "invoice.voided", async (ctx) => {
+      await ctx.outbox.send("crm", { voided: ctx.event.id });
     });
+  const outbox = new Outbox({ pollIntervalMs: 50 }).on("crm", () => {
+    if (crmRefuses) throw new SendError("the CRM refused it", { permanent: true, status: 422 });
+  });
   service = await startService(
     resolveConfig(
       {
@@ -47,6 +63,7 @@ before(async () => {
         port: 0,
         sources: [{ name: "stripe", provider: "stripe", secrets: [SECRET] }],
         handlers,
+        outbox,
         dashboard: { users: [{ name: "alice", token: TOKEN }] },
         worker: { retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 }, pollIntervalMs: 50 },
       },
@@ -68,11 +85,13 @@ before(async () => {
   await deliver("customer.updated", "cus_1", 1_700_000_300, "evt_customer");
   await deliver("charge.failed", "ch_1", 1_700_000_400, "evt_dead_retry");
   await deliver("charge.failed", "ch_2", 1_700_000_500, "evt_dead_keep");
-  await waitFor("the seeded events settled or dead", async () => {
+  await deliver("invoice.voided", "in_2", 1_700_000_600, "evt_voided");
+  await waitFor("the seeded events settled or dead, and the outbox message dead", async () => {
     const { rows } = await t.pool.query(
-      `select count(*)::int as n from ${t.ledger.s}.events where status in ('settled', 'dead')`,
+      `select (select count(*)::int from ${t.ledger.s}.events where status in ('settled', 'dead')) as n,
+         (select count(*)::int from ${t.ledger.s}.outbox where status = 'dead') as dead`,
     );
-    return rows[0].n === 5;
+    return rows[0].n === 6 && rows[0].dead === 1;
   });
 });
 after(async () => {
@@ -185,6 +204,7 @@ test("signing in with the token through the form shows the events with their sta
       evt_customer: "customer.updated settled applied 1",
       evt_dead_retry: "charge.failed dead  2",
       evt_dead_keep: "charge.failed dead  2",
+      evt_voided: "invoice.voided settled applied 1",
     },
     "every seeded event is listed with its type, status, outcome and attempts",
   );
@@ -396,4 +416,34 @@ test("hookledger serve without DATABASE_URL, then hookledger send: the printed d
   } finally {
     assert.equal(await serve.stop("SIGTERM"), 0, serve.output());
   }
+});
+
+test("the Outbox view lists the dead message with its error; Retry selected sends it again; its page shows the payload", {
+  skip,
+}, async () => {
+  const opened = await signedIn();
+  const { page } = opened;
+  await page.getByRole("link", { name: "Outbox" }).click();
+  await page.getByRole("heading", { level: 1, name: "Outbox" }).waitFor();
+  const row = page
+    .getByRole("table", { name: "Outbox messages" })
+    .getByRole("row")
+    .filter({ hasText: "evt_voided" });
+  assert.match((await row.textContent()) ?? "", /crm.*dead.*422.*the CRM refused it/s);
+  crmRefuses = false;
+  await row.getByRole("checkbox").check();
+  await page.getByRole("button", { name: "Retry selected" }).click();
+  const dialog = page.getByRole("dialog", { name: "Retry 1 message?" });
+  await dialog.getByRole("button", { name: "Retry", exact: true }).click();
+  await page.getByRole("status").filter({ hasText: "Retried 1 of 1." }).waitFor();
+  await waitFor("the retried message sent", async () => {
+    const { rows } = await t.pool.query(
+      `select status from ${t.ledger.s}.outbox where dedupe_key = 'evt_voided'`,
+    );
+    return rows[0]?.status === "sent";
+  });
+  await page.getByRole("link", { name: /^hl_/ }).first().click();
+  await page.getByRole("heading", { level: 1, name: /^crm hl_/ }).waitFor();
+  assert.match((await page.getByLabel("Payload").textContent()) ?? "", /"voided": "evt_voided"/);
+  await closeAndCheck(opened);
 });

@@ -1,7 +1,9 @@
-// The dashboard's router and its two event views: the live list and one event. ops.js has dead & failed and health.
+// The dashboard's router and its two event views: the live list and one event. ops.js has dead & failed and health,
+// outbox.js the outbox.
 import { badge, confirmAction, eventLink, get, h, post, setCsrf, when } from "./dom.js";
 import { eventsTable, filterForm, table, withParam } from "./list.js";
 import { deadView, healthView } from "./ops.js";
+import { outboxMessageView, outboxView } from "./outbox.js";
 
 const main = document.getElementById("main");
 let stopView = () => {};
@@ -26,7 +28,8 @@ function route() {
   const query = new URLSearchParams(queryText);
   const view = parts[0] ?? "events";
   for (const link of document.querySelectorAll("nav a")) {
-    if (link.dataset.view === (view === "event" ? "events" : view)) link.setAttribute("aria-current", "page");
+    const current = view === "event" ? "events" : view === "outbox-message" ? "outbox" : view;
+    if (link.dataset.view === current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
   main.replaceChildren();
@@ -37,7 +40,11 @@ function route() {
         ? deadView(main, query)
         : view === "health"
           ? healthView(main, query)
-          : eventsView(query);
+          : view === "outbox"
+            ? outboxView(main, query)
+            : view === "outbox-message"
+              ? outboxMessageView(main, parts.slice(1).join("/"))
+              : eventsView(query);
   Promise.resolve(shown)
     .then((stop) => {
       if (typeof stop === "function") stopView = stop;

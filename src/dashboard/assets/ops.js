@@ -82,7 +82,9 @@ export async function deadView(main, query) {
 
 function summarize(events) {
   if (Array.isArray(events))
-    return events.length <= 2 ? events.map((e) => e.dedupeKey).join(", ") : `${events.length} events`;
+    return events.length <= 2
+      ? events.map((e) => (typeof e === "string" ? e : e.dedupeKey)).join(", ")
+      : `${events.length} ${typeof events[0] === "string" ? "messages" : "events"}`;
   if (events?.filter)
     return Object.entries(events.filter)
       .map(([k, v]) => `${k}=${v}`)
