@@ -1,7 +1,7 @@
 import { pathToFileURL } from "node:url";
 
 /** Faults planted on purpose, to prove the oracle fails when it must. */
-export type Plant = "none" | "duplicate" | "lose" | "reorder";
+export type Plant = "none" | "duplicate" | "lose" | "reorder" | "resend";
 
 /** The app's schema: what the handler wrote, for the oracle to count. */
 export const APP_SCHEMA = "chaos_app";
@@ -36,12 +36,30 @@ export const DUPLICATE_TARGET = "evt_0";
  * - `duplicate`: the first attempt of {@link DUPLICATE_TARGET} writes its application outside `ctx.tx`, then
  *   throws; the retry applies it again.
  * - `reorder`: the guard's answer is ignored, so a stale version is applied over a newer one.
+ * - `resend`: the outbox's sender ignores its idempotency key and sends a fresh one on every call, so a message
+ *   whose answer was lost is applied again by the destination.
+ *
+ * An applied (fresh) event also sends `{ event: id }` with `ctx.outbox.send("remote", …)` to `destinationUrl`, and
+ * one first attempt in ten throws after that send: rolled back, it must leave no message behind.
  */
-export function appConfig(distIndex: string, plant: Plant): string {
-  return `import { createPool, defineConfig, env, Handlers } from ${JSON.stringify(pathToFileURL(distIndex).href)};
+export function appConfig(distIndex: string, plant: Plant, destinationUrl: string): string {
+  return `import { createPool, defineConfig, env, Handlers, httpSender, Outbox } from ${JSON.stringify(pathToFileURL(distIndex).href)};
+import { randomUUID } from "node:crypto";
 
 const plant = ${JSON.stringify(plant)};
+const destination = ${JSON.stringify(destinationUrl)};
 let outside;
+
+// The planted sender: the same POST as httpSender's, under a new key on every call.
+const resend = async (message, { signal }) => {
+  const answer = await fetch(destination, {
+    method: "POST",
+    headers: { "content-type": "application/json", "idempotency-key": randomUUID() },
+    body: JSON.stringify(message.payload),
+    signal,
+  });
+  if (!answer.ok) throw new Error("HTTP " + answer.status);
+};
 
 export default defineConfig({
   database: { url: env("DATABASE_URL") },
@@ -66,7 +84,14 @@ export default defineConfig({
       "insert into ${APP_SCHEMA}.entities (id, version, event_id) values ($1, $2, $3) on conflict (id) do update set version = excluded.version, event_id = excluded.event_id",
       [entity.id, entity.version, id],
     );
+    await ctx.outbox.send("remote", { event: id });
+    if (attempt === 1 && Number(id.replace(/\\D/g, "")) % 10 === 3) throw new Error("rolled back after its send");
   }),
+  outbox: new Outbox({
+    timeoutMs: 2000,
+    pollIntervalMs: 200,
+    retry: { maxAttempts: 60, baseDelayMs: 100, maxDelayMs: 2000 },
+  }).on("remote", plant === "resend" ? resend : httpSender({ url: destination, timeoutMs: 2000 })),
   worker: {
     concurrency: 4,
     pollIntervalMs: 200,

@@ -1,5 +1,5 @@
 // `npm run chaos`: one chaos run against the built package (docs/chaos.md). Exits 1 on any violation.
-// CHAOS_TIER=short|long, CHAOS_PLANT=none|duplicate|lose|reorder, CHAOS_SEED=N, CHAOS_KEEP=1 (keep the logs).
+// CHAOS_TIER=short|long, CHAOS_PLANT=none|duplicate|lose|reorder|resend, CHAOS_SEED=N, CHAOS_KEEP=1 (keep the logs).
 import type { Plant } from "./app-config.js";
 import { summary } from "./oracle.js";
 import { abortAll, type ChaosOptions, runChaos } from "./run.js";
@@ -8,9 +8,9 @@ import { TIERS } from "./tiers.js";
 const tierName = process.env.CHAOS_TIER ?? "short";
 const tier = TIERS[tierName];
 const plant = (process.env.CHAOS_PLANT ?? "none") as Plant;
-if (!tier || !["none", "duplicate", "lose", "reorder"].includes(plant)) {
+if (!tier || !["none", "duplicate", "lose", "reorder", "resend"].includes(plant)) {
   console.error(
-    `CHAOS_TIER is short or long (${tierName}); CHAOS_PLANT is none|duplicate|lose|reorder (${plant})`,
+    `CHAOS_TIER is short or long (${tierName}); CHAOS_PLANT is none|duplicate|lose|reorder|resend (${plant})`,
   );
   process.exit(2);
 }
@@ -43,6 +43,7 @@ try {
   console.log(
     `\nfaults: ${JSON.stringify(result.faults)} · process restarts ${result.restarts}\n` +
       `provider: ${result.providerPosts} POSTs ${JSON.stringify(result.providerStatuses)}, never acknowledged ${result.undelivered}\n` +
+      `destination: ${result.destination.requests} requests ${JSON.stringify(result.destination.statuses)}\n` +
       `timings: setup ${result.timings.setup} ms, deliver+faults ${result.timings.deliver} ms, settle ${result.timings.settle} ms, wall ${wall} s`,
   );
   console.log(summary(result.verdict));

@@ -25,12 +25,23 @@ export interface EntityState {
   readonly eventId: string;
 }
 
-/** Everything the oracle judges: what was sent and what the database holds once the run is over. */
+/** One outbox message, as the ledger holds it at the end. */
+export interface OutboxRow {
+  readonly eventId: string;
+  readonly status: string;
+}
+
+/**
+ * Everything the oracle judges: what was sent, what the database holds once the run is over, and what the outbound
+ * destination applied (per event id, the idempotency keys it applied the event's message under).
+ */
 export interface Observed {
   readonly sent: readonly SentEvent[];
   readonly ledger: readonly LedgerRow[];
   readonly applications: readonly Application[];
   readonly entities: readonly EntityState[];
+  readonly outbox: readonly OutboxRow[];
+  readonly destination: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
 /** The oracle's findings: each list names the events (or entities) that broke one rule. */
@@ -52,6 +63,14 @@ export interface Verdict {
   readonly wrongState: string[];
   /** Applications of an older version committed after a newer one of the same entity. */
   readonly outOfOrder: string[];
+  /** Side effects: events the destination applied under more than one key. */
+  readonly sentTwice: string[];
+  /** Committed (fresh) applications whose message the destination never applied. */
+  readonly neverSent: string[];
+  /** Messages the destination applied for events with no committed fresh application (a rolled-back send). */
+  readonly sentUncommitted: string[];
+  /** Outbox messages not `sent` by the deadline (pending or dead). */
+  readonly outboxUnsent: string[];
   readonly ok: boolean;
 }
 
@@ -105,6 +124,15 @@ export function judge(observed: Observed): Verdict {
     if (!before || rank > before.rank) last.set(a.entity, { rank, id: a.eventId });
   }
 
+  // The outbound side: exactly the committed fresh applications have a message, each applied once by key.
+  const committed = new Set(observed.applications.filter((a) => !a.stale).map((a) => a.eventId));
+  const sentTwice = [...observed.destination].filter(([, keys]) => keys.size > 1).map(([id]) => id);
+  const neverSent = [...committed].filter((id) => !observed.destination.has(id));
+  const sentUncommitted = [...observed.destination.keys()].filter((id) => !committed.has(id));
+  const outboxUnsent = observed.outbox
+    .filter((m) => m.status !== "sent")
+    .map((m) => `${m.eventId} ${m.status}`);
+
   const applied = observed.applications.filter((a) => !a.stale).length;
   const verdict = {
     sent: observed.sent.length,
@@ -118,13 +146,34 @@ export function judge(observed: Observed): Verdict {
     dead,
     wrongState,
     outOfOrder,
+    sentTwice,
+    neverSent,
+    sentUncommitted,
+    outboxUnsent,
   };
-  const ok = [lost, duplicated, unexpected, stuck, dead, wrongState, outOfOrder].every((l) => l.length === 0);
+  const ok = [
+    lost,
+    duplicated,
+    unexpected,
+    stuck,
+    dead,
+    wrongState,
+    outOfOrder,
+    sentTwice,
+    neverSent,
+    sentUncommitted,
+    outboxUnsent,
+  ].every((l) => l.length === 0);
   return { ...verdict, ok };
 }
 
 /** Reads what the oracle judges from the database. */
-export async function observe(db: pg.Pool, schema: string, sent: readonly SentEvent[]): Promise<Observed> {
+export async function observe(
+  db: pg.Pool,
+  schema: string,
+  sent: readonly SentEvent[],
+  destination: ReadonlyMap<string, ReadonlySet<string>>,
+): Promise<Observed> {
   const ledger = await db.query<LedgerRow>(
     `select dedupe_key as id, entity_id as entity, status, outcome, attempts,
             (row_number() over (partition by entity_type, entity_id
@@ -138,18 +187,30 @@ export async function observe(db: pg.Pool, schema: string, sent: readonly SentEv
   const entities = await db.query<EntityState>(
     `select id, event_id as "eventId" from ${APP_SCHEMA}.entities`,
   );
-  return { sent, ledger: ledger.rows, applications: applications.rows, entities: entities.rows };
+  const outbox = await db.query<OutboxRow>(
+    `select dedupe_key as "eventId", status from "${schema}".outbox where source = $1`,
+    [SOURCE],
+  );
+  return {
+    sent,
+    ledger: ledger.rows,
+    applications: applications.rows,
+    entities: entities.rows,
+    outbox: outbox.rows,
+    destination,
+  };
 }
 
-/** Unsettled ledger rows and sent events without a row: zero once the run has settled. */
+/** Unsettled ledger rows, sent events without a row and pending outbox messages: zero once the run has settled. */
 export async function unsettled(db: pg.Pool, schema: string, sent: number): Promise<number> {
-  const { rows } = await db.query<{ open: number; total: number }>(
-    `select count(*) filter (where status not in ('settled', 'dead'))::int as open, count(*)::int as total
+  const { rows } = await db.query<{ open: number; total: number; pending: number }>(
+    `select count(*) filter (where status not in ('settled', 'dead'))::int as open, count(*)::int as total,
+            (select count(*)::int from "${schema}".outbox where status = 'pending') as pending
        from "${schema}".events where source = $1`,
     [SOURCE],
   );
-  const row = rows[0] ?? { open: 0, total: 0 };
-  return row.open + Math.max(0, sent - row.total);
+  const row = rows[0] ?? { open: 0, total: 0, pending: 0 };
+  return row.open + Math.max(0, sent - row.total) + row.pending;
 }
 
 /** The verdict in a few lines: counts, and up to 5 examples of each violation. */
@@ -165,6 +226,10 @@ export function summary(v: Verdict): string {
     ["dead", v.dead],
     ["wrong final state", v.wrongState],
     ["out-of-order commits", v.outOfOrder],
+    ["effect twice", v.sentTwice],
+    ["effect never", v.neverSent],
+    ["effect uncommitted", v.sentUncommitted],
+    ["outbox unsent", v.outboxUnsent],
   ];
   for (const [name, list] of checks) {
     const examples = list.length > 0 ? `  e.g. ${list.slice(0, 5).join(", ")}` : "";

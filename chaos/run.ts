@@ -6,6 +6,7 @@ import { join, resolve } from "node:path";
 import pg from "pg";
 import { APP_DDL, appConfig, type Plant } from "./app-config.js";
 import { type Cluster, startCluster } from "./cluster.js";
+import { type Destination, type DestinationReport, startDestination } from "./destination.js";
 import { type FaultKind, type FaultPlan, runFaults } from "./faults.js";
 import { judge, observe, unsettled, type Verdict } from "./oracle.js";
 import { Fleet } from "./processes.js";
@@ -37,6 +38,8 @@ export interface ChaosResult {
   readonly providerPosts: number;
   readonly providerStatuses: Readonly<Record<number, number>>;
   readonly undelivered: number;
+  /** What the outbound destination saw. */
+  readonly destination: Omit<DestinationReport, "applied">;
   /** Phases' wall times in ms. */
   readonly timings: { readonly setup: number; readonly deliver: number; readonly settle: number };
   readonly dir: string;
@@ -86,10 +89,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   let cluster: Cluster | undefined;
   let fleet: Fleet | undefined;
   let admin: pg.Pool | undefined;
+  let destination: Destination | undefined;
   let stopped: Promise<void> | undefined;
   const stop = () => {
     stopped ??= (async () => {
       await fleet?.stop().catch(() => {});
+      await destination?.close().catch(() => {});
       await admin?.end().catch(() => {});
       await cluster?.stop().catch(() => {});
       if (!options.keep) await rm(dir, { recursive: true, force: true });
@@ -105,7 +110,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     admin.on("error", () => {});
     await admin.query(APP_DDL);
     const config = join(dir, "hookledger.config.mjs");
-    await writeFile(config, appConfig(join(ROOT, "dist/index.js"), options.plant));
+    // Its own generator, so the faults' and the provider's draws stay those of the seed without an outbound side.
+    destination = await startDestination(seededRandom(options.seed + 1));
+    await writeFile(config, appConfig(join(ROOT, "dist/index.js"), options.plant, destination.url));
     const logDir = join(dir, "logs");
     await mkdir(logDir);
     const ports = await Promise.all(Array.from({ length: options.receivers }, freePort));
@@ -164,7 +171,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const settleMs = Date.now() - settleStart;
     note(settledInTime ? `settled in ${settleMs} ms` : `not settled within ${options.settleDeadlineMs} ms`);
 
-    const observed = await observe(a, SCHEMA, sent);
+    const { applied, ...outbound } = destination.report();
+    const observed = await observe(a, SCHEMA, sent, applied);
     const verdict = judge(observed);
     const statuses: Record<number, number> = { ...report.statuses };
     for (const [s, n] of Object.entries(lateReport.statuses))
@@ -176,6 +184,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       providerPosts: report.attempts + lateReport.attempts,
       providerStatuses: statuses,
       undelivered: report.undelivered.length + lateReport.undelivered.length,
+      destination: outbound,
       timings: { setup: setupMs, deliver: deliverMs, settle: settleMs },
       dir,
     };

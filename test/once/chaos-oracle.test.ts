@@ -23,6 +23,10 @@ test("a clean small run passes", async (t) => {
   assert.equal(verdict.ok, true);
   assert.equal(verdict.sent, 151);
   assert.ok(verdict.staleSkips > 0, "the run exercises the version guard");
+  assert.ok(
+    verdict.applied > 0 && verdict.outboxUnsent.length === 0,
+    "every applied event's message was sent",
+  );
 });
 
 test("an event applied twice (outside ctx.tx, then failed) is reported duplicated", async (t) => {
@@ -52,4 +56,16 @@ test("a stale version applied over a newer one is reported out of order, with th
   );
   assert.ok(verdict.wrongState.some((line) => line.startsWith("sub_0: evt_late instead of")));
   assert.deepEqual([verdict.lost, verdict.duplicated], [[], []]);
+});
+
+test("an outbox sender that ignores its idempotency key is reported applying side effects twice", async (t) => {
+  const { verdict, destination } = await small("resend");
+  for (const line of summary(verdict).split("\n")) t.diagnostic(line);
+  t.diagnostic(`destination: ${destination.requests} requests ${JSON.stringify(destination.statuses)}`);
+  assert.equal(verdict.ok, false);
+  assert.ok(verdict.sentTwice.length > 0, "a lost answer's message applied again under a new key");
+  assert.deepEqual(
+    [verdict.lost, verdict.duplicated, verdict.neverSent, verdict.sentUncommitted],
+    [[], [], [], []],
+  );
 });
