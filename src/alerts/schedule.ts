@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from "../db/pool.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
+import { type EngineQueue, pollingWaker, startDeliveryEngine } from "../outbound/engine.js";
 import { type RetryPolicy, retryDelay } from "../worker/backoff.js";
 import { measureRules } from "./measure.js";
 import { type OutgoingAlert, pruneAlertMessages, recordAlertAttempt, takeDueAlerts } from "./outbox.js";
@@ -63,12 +64,18 @@ const MAX_IN_FLIGHT = 20;
 export function startAlerts(options: AlertsOptions): Alerts {
   const stopping = new AbortController();
   const names = options.destinations.map((d) => d.name);
-  const inFlight = new Set<Promise<void>>();
-  const sender = loop(options.pollMs ?? 2000, stopping.signal, () =>
-    sendDue(options, inFlight, stopping.signal),
-  );
+  const waker = pollingWaker();
+  // The one engine that sends outward (src/outbound/engine.ts), as the outbox does: lease, call, fenced record.
+  const sender = startDeliveryEngine({
+    name: "alerts",
+    queue: alertQueue(options),
+    concurrency: MAX_IN_FLIGHT,
+    pollIntervalMs: options.pollMs ?? 2000,
+    waker,
+    log: options.log,
+  });
   const evaluator = loop(options.everyMs, stopping.signal, async () => {
-    if ((await evaluate(options, names)) > 0) sender.wake();
+    if ((await evaluate(options, names)) > 0) waker.wakeAll();
     return false;
   });
   const sweeper = loop(3_600_000, stopping.signal, async () => {
@@ -83,8 +90,8 @@ export function startAlerts(options: AlertsOptions): Alerts {
   return {
     async stop() {
       stopping.abort();
-      await Promise.all([evaluator.stop(), sender.stop(), sweeper.stop()]);
-      await Promise.all(inFlight);
+      // No grace: a send in flight is abandoned at once and recorded failed, due again (as before the engine).
+      await Promise.all([evaluator.stop(), sweeper.stop(), sender.stop(0)]);
     },
   };
 }
@@ -164,39 +171,24 @@ async function evaluate(options: AlertsOptions, destinations: readonly string[])
   }
 }
 
-// Takes due messages and starts their sends without waiting for them, up to MAX_IN_FLIGHT at a time: a destination
-// that does not answer holds its own messages until the timeout, never the others'. True when more may be due.
-async function sendDue(
-  options: AlertsOptions,
-  inFlight: Set<Promise<void>>,
-  signal: AbortSignal,
-): Promise<boolean> {
-  const { pool, ledger, log } = options;
+// The alerts' queue for the engine: due messages of these sources and destinations, leased past the send's timeout
+// so no other instance takes one this one is still sending; each send recorded by the attempt that took it.
+function alertQueue(options: AlertsOptions): EngineQueue<OutgoingAlert> {
   const timeoutMs = options.sendTimeoutMs ?? 10_000;
   const policy: RetryPolicy = { maxAttempts: 20, baseDelayMs: 2000, maxDelayMs: 600_000, ...options.retry };
-  const room = MAX_IN_FLIGHT - inFlight.size;
-  if (room <= 0) return false;
-  try {
-    const due = await takeDueAlerts(pool, ledger, {
-      destinations: options.destinations.map((d) => d.name),
-      sources: options.sources,
-      limit: room,
-      // Past the send's timeout, so no other instance takes a message this one is still sending.
-      leaseMs: timeoutMs + 30_000,
-    });
-    for (const m of due) {
-      const sending: Promise<void> = sendOne(options, m, timeoutMs, policy, signal)
-        .catch((error) =>
-          log.error({ err: error, rule: m.rule, source: m.source }, "alerts: recording a send failed"),
-        )
-        .finally(() => inFlight.delete(sending));
-      inFlight.add(sending);
-    }
-    return due.length === room;
-  } catch (error) {
-    log.error({ err: error }, "alerts: taking queued messages failed; trying again shortly");
-    return false;
-  }
+  return {
+    take: (limit) =>
+      takeDueAlerts(options.pool, options.ledger, {
+        destinations: options.destinations.map((d) => d.name),
+        sources: options.sources,
+        limit,
+        leaseMs: timeoutMs + 30_000,
+      }),
+    deliver: (m, signal) =>
+      sendOne(options, m, timeoutMs, policy, signal).catch((error) =>
+        options.log.error({ err: error, rule: m.rule, source: m.source }, "alerts: recording a send failed"),
+      ),
+  };
 }
 
 async function sendOne(

@@ -112,10 +112,47 @@ export function startDeliveryEngine<T>(options: EngineOptions<T>): DeliveryEngin
         const ended = await finishedWithin(all, 5000);
         log.warn(
           { engine: options.name, graceMs, ended },
-          "stopped with calls in flight; they were given back",
+          "stopped with calls in flight; they were aborted",
         );
       }
       await waker.close();
+    },
+  };
+}
+
+/**
+ * A waker without LISTEN: sleeps end at their time or when `wakeAll` is called, for a queue whose writers run in
+ * the same process (the alerts' evaluator wakes its sender).
+ *
+ * @example
+ * const waker = pollingWaker();
+ * const engine = startDeliveryEngine({ name: "alerts", queue, concurrency: 20, pollIntervalMs: 2000, waker, log });
+ */
+export function pollingWaker(): EngineWaker {
+  const sleepers = new Set<() => void>();
+  let wakeups = 0;
+  const wakeAll = () => {
+    wakeups++;
+    for (const wake of sleepers) wake();
+    sleepers.clear();
+  };
+  return {
+    sleep(ms, since) {
+      if (since !== undefined && since !== wakeups) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          sleepers.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        sleepers.add(done);
+      });
+    },
+    mark: () => wakeups,
+    wakeAll,
+    async close() {
+      wakeAll();
     },
   };
 }
