@@ -110,10 +110,7 @@ export function startDeliveryEngine<T>(options: EngineOptions<T>): DeliveryEngin
       if (!(await finishedWithin(all, graceMs))) {
         abort.abort();
         const ended = await finishedWithin(all, 5000);
-        log.warn(
-          { engine: options.name, graceMs, ended },
-          "stopped with calls in flight; they were aborted",
-        );
+        log.warn({ engine: options.name, graceMs, ended }, "stopped with calls in flight; they were aborted");
       }
       await waker.close();
     },
