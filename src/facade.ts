@@ -1,7 +1,7 @@
 import type { ClientConfig } from "pg";
 import { type FieldsOf, unknownFields } from "./config/fields.js";
 import { type HookledgerConfig, SOURCE_FIELDS, type SourceConfig, WORKER_FIELDS } from "./config/types.js";
-import { resolveConfigAfter, workerTuning } from "./config/validate.js";
+import { resolveConfigAfter, workerPoolSize, workerTuning } from "./config/validate.js";
 import { migrate } from "./db/migrate.js";
 import { createPool, type Pool } from "./db/pool.js";
 import { createInlineGuard } from "./edge/inline/guard.js";
@@ -258,8 +258,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
     startWorker() {
       if (closed) throw new Error("this hookledger is closed");
       worker ??= startWorker({
-        // One connection more than the slots: the outbox's sends take and record between the batches.
-        pool: open("work", config.worker.concurrency + 1),
+        pool: open("work", workerPoolSize(config)),
         connectionString: options.connectionString ?? listenConfig(options.pool),
         ledger,
         handlers,
@@ -267,6 +266,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
         ...workerTuning(config),
         onAttempt: metrics.onAttempt,
         onOutboxSend: metrics.onOutboxSend,
+        onForward: metrics.onForward,
       });
       return worker;
     },

@@ -167,3 +167,12 @@ export {
   type OutboxSummary,
   retryOutbox,
 } from "./ledger/outbox-inspect.js";
+export type { ForwardConfig } from "./config/forward.js";
+export type { ForwardReport } from "./forward/deliver.js";
+export {
+  type DestinationState,
+  enableForwardDestination,
+  type ForwardAttempt,
+  listForwardAttempts,
+  listForwardDestinations,
+} from "./ledger/forward-destinations.js";

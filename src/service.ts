@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { layeredSeenCache } from "./cache/layered.js";
 import { memorySeenCache } from "./cache/memory.js";
 import { redisSeenCache } from "./cache/redis.js";
-import { type ResolvedConfig, workerTuning } from "./config/validate.js";
+import { type ResolvedConfig, workerPoolSize, workerTuning } from "./config/validate.js";
 import { startEmbeddedPostgres, writeConnectionFile } from "./db/embedded.js";
 import { prepareLedger } from "./db/prepare.js";
 import { databaseAddress } from "./db/wait.js";
@@ -173,8 +173,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       const work = createPool({
         connectionString,
         role: "work",
-        // One connection more than the slots: the outbox's sends take and record between the batches.
-        max: config.worker.concurrency + 1,
+        max: workerPoolSize(config),
       });
       closers.push(() => work.end());
       const worker: Worker = startWorker({
@@ -186,6 +185,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         ...workerTuning(config),
         onAttempt: metrics.onAttempt,
         onOutboxSend: metrics.onOutboxSend,
+        onForward: metrics.onForward,
         makePartitions: options.migrate ?? true,
       });
       closers.push(() => worker.stop(config.worker.shutdownGraceMs));

@@ -5,6 +5,7 @@ import type { RetryPolicy } from "../worker/backoff.js";
 import type { Handlers } from "../worker/handlers.js";
 import type { Outbox } from "../outbox/outbox.js";
 import { type Configurable, ENV_REF_FIELDS } from "./env.js";
+import { FORWARD_FIELDS, type ForwardConfig } from "./forward.js";
 import type { FieldsOf } from "./fields.js";
 import { AWARDEE_FIELDS, GENERIC_FIELDS } from "./provider-options.js";
 import { SCHEDULES_FIELDS, type SchedulesConfig } from "./schedules.js";
@@ -54,6 +55,12 @@ export interface SourceConfig {
    *   generic: { signatureHeader: "x-acme-signature", algorithm: "sha256", encoding: "hex", idPointer: "/id", typePointer: "/type" } }
    */
   readonly generic?: GenericOptions;
+  /**
+   * Sends each verified, deduplicated event of this source on to a destination, signed as Standard Webhooks with
+   * the provider's bytes unchanged, besides any handlers (docs/forwarding.md). The processes that run the worker send.
+   * @example forward: { url: env("BILLING_WEBHOOK_URL"), secret: env("FORWARD_SECRET"), ordering: "entity" }
+   */
+  readonly forward?: ForwardConfig;
 }
 
 /**
@@ -162,6 +169,7 @@ export const SOURCE_FIELDS = {
   maxBodyBytes: true,
   awardee: AWARDEE_FIELDS,
   generic: GENERIC_FIELDS,
+  forward: FORWARD_FIELDS,
 } satisfies FieldsOf<SourceConfig>;
 
 type Worker = NonNullable<HookledgerConfig["worker"]>;

@@ -11,6 +11,8 @@ import { knownOnly, unknownFields } from "./fields.js";
 import { type ResolvedSchedules, resolveSchedules } from "./schedules.js";
 import { GENERIC_FIELDS, providerOptionChecks } from "./provider-options.js";
 import { resolveSecrets } from "./secrets.js";
+import type { ResolvedForward } from "../forward/destination.js";
+import { resolveForward } from "./forward.js";
 import { type ResolvedDashboard, resolveDashboard } from "./dashboard.js";
 import { CONFIG_FIELDS, type HookledgerConfig, type ProviderName } from "./types.js";
 
@@ -41,6 +43,8 @@ export interface ResolvedConfig {
   readonly warnings: readonly string[];
   readonly handlers: Handlers;
   readonly outbox: Outbox;
+  /** The `forward` of each source that has one, by source name. */
+  readonly forwards: ReadonlyMap<string, ResolvedForward>;
   readonly worker: {
     readonly enabled: boolean;
     readonly concurrency: number;
@@ -148,6 +152,7 @@ export function resolveConfigAfter(
   }
   const seen = new Set<string>();
   const sources: Source[] = [];
+  const forwards = new Map<string, ResolvedForward>();
   for (const [i, source] of (config.sources ?? []).entries()) {
     const at = `sources[${i}]`;
     if (typeof source.name !== "string" || !NAME.test(source.name)) {
@@ -175,6 +180,17 @@ export function resolveConfigAfter(
         ? undefined
         : positiveInt(`${at}.toleranceSeconds`, source.toleranceSeconds, 300);
     const maxBodyBytes = positiveInt(`${at}.maxBodyBytes`, source.maxBodyBytes, 1_048_576);
+    if (source.forward !== undefined) {
+      const forward = resolveForward(
+        `${at}.forward`,
+        source.provider,
+        source.forward,
+        environment,
+        checkSecrets,
+        problems,
+      );
+      if (forward) forwards.set(source.name, forward);
+    }
     if (options.problems.length > 0) continue;
     sources.push({
       name: source.name,
@@ -219,6 +235,7 @@ export function resolveConfigAfter(
     warnings,
     handlers,
     outbox,
+    forwards,
     worker: {
       enabled: worker.enabled ?? true,
       concurrency: positiveInt("worker.concurrency", worker.concurrency, 4),
@@ -262,7 +279,7 @@ function unknownHandlerSources(handlers: Handlers, sources: readonly { name?: un
  * @example
  * startWorker({ pool, connectionString, ledger, handlers, log, ...workerTuning(config) });
  */
-export function workerTuning(config: Pick<ResolvedConfig, "worker" | "outbox">) {
+export function workerTuning(config: Pick<ResolvedConfig, "worker" | "outbox" | "forwards">) {
   const { concurrency, pollIntervalMs, handlerTimeoutMs, batchSize, batchBudgetMs, retry } = config.worker;
   return {
     concurrency,
@@ -272,7 +289,19 @@ export function workerTuning(config: Pick<ResolvedConfig, "worker" | "outbox">) 
     batchBudgetMs,
     retry,
     outbox: config.outbox,
+    forwards: config.forwards,
   };
+}
+
+/**
+ * The connections of a worker process's pool: one per slot, one more for the outbox's takes and records between
+ * the batches, and two more for the forward engine's when a source forwards.
+ *
+ * @example
+ * const work = new Pool({ connectionString, max: workerPoolSize(config) });
+ */
+export function workerPoolSize(config: Pick<ResolvedConfig, "worker" | "forwards">): number {
+  return config.worker.concurrency + 1 + (config.forwards.size > 0 ? 2 : 0);
 }
 
 function resolveAdmin(

@@ -1,9 +1,13 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
+import { forwardChannel } from "./forward-write.js";
 import { outboxChannel } from "./outbox-write.js";
 
 /** The states of an outbox message. */
-export const OUTBOX_STATUSES = ["pending", "sent", "dead"] as const;
-/** `pending` (due, retrying or being sent), `sent`, or `dead` (never tried again unless retried). */
+export const OUTBOX_STATUSES = ["pending", "sent", "dead", "stale"] as const;
+/**
+ * `pending` (due, retrying or being sent), `sent`, `dead` (never tried again unless retried), or `stale` (an
+ * ordered forward not sent: a newer version of its entity was delivered first).
+ */
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
 
 /**
@@ -136,7 +140,7 @@ const retrySql = statement(
   where status = 'dead' and (idempotency_key = any($4::text[]) or ($4::text[] is null and ${where}))
   returning idempotency_key
 )
-select idempotency_key, pg_notify($5::text, '') from retried`,
+select idempotency_key, pg_notify($5::text, ''), pg_notify($6::text, '') from retried`,
 );
 
 /**
@@ -160,6 +164,8 @@ export async function retryOutbox(
       filter.sender ?? null,
       "keys" in which ? [...which.keys] : null,
       outboxChannel(ledger),
+      // A forward is a message too: its engine listens on a channel of its own.
+      forwardChannel(ledger),
     ],
   });
   return rows.map((r) => r.idempotency_key);

@@ -95,7 +95,7 @@ export type AttemptEnd =
 
 // Every end is fenced by the attempt that took the message: a call that outlived its lease (the message was taken
 // again meanwhile) records nothing, so only the newest attempt decides.
-const fence =
+export const fence =
   "source = $1::text and dedupe_key = $2::text and message_key = $3::text and attempts = $4::int and status = 'pending'";
 const sentSql = statement(
   "outbox-sent",

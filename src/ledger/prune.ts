@@ -42,8 +42,8 @@ select dedupe_key from doomed`,
 // Phase 2 deletes the marked rows that are still settled and old (a requeue in between keeps its row), their
 // duplicate counts and the bodies that would outlive their day: those in the default partition (kept when their day
 // was dropped, or claimed when it had no partition) and those in an old ledger's partition (rows received before
-// `$4`), and their outbox messages already sent (docs/outbox.md, "Prune": pending and dead ones stay, to be sent or
-// retried). Bodies in a day partition go with the partition, all at once (body-partitions.ts), once their whole day is
+// `$4`), and their outbox messages already sent with a sent forward's attempts (docs/outbox.md, "Prune": pending
+// and dead ones stay, to be sent or retried). Bodies in a day partition go with the partition, all at once (body-partitions.ts), once their whole day is
 // past the horizon: they are never probed here, one by one.
 const sweepSql = statement(
   "prune-sweep",
@@ -62,6 +62,12 @@ const sweepSql = statement(
 ), sent_messages as (
   delete from ${s}.outbox o using gone
   where o.source = $1::text and o.dedupe_key = gone.dedupe_key and o.status = 'sent'
+), sent_forward_attempts as (
+  delete from ${s}.forward_attempts f using gone
+  where f.source = $1::text and f.dedupe_key = gone.dedupe_key and exists (
+    select 1 from ${s}.outbox o where o.source = $1::text and o.dedupe_key = gone.dedupe_key
+      and o.message_key = '#forward' and o.status = 'sent'
+  )
 ), old_bodies as (
   delete from ${s}.event_bodies b using gone
   where gone.received_at < $4::timestamptz

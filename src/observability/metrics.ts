@@ -1,6 +1,7 @@
 import type { Registry } from "prom-client";
 import { promClient } from "../deps.js";
 import type { EdgeObserver } from "../edge/observer.js";
+import type { ForwardReport } from "../forward/deliver.js";
 import type { OutboxSendReport } from "../outbox/deliver.js";
 import type { AttemptReport } from "../worker/attempt.js";
 import { pendingCounts } from "./pending-counts.js";
@@ -40,6 +41,8 @@ export interface Metrics {
   readonly onAttempt: (report: AttemptReport) => void;
   /** Pass as the worker's `onOutboxSend`. */
   readonly onOutboxSend: (report: OutboxSendReport) => void;
+  /** Pass as the worker's `onForward`. */
+  readonly onForward: (report: ForwardReport) => void;
   /**
    * Exports the backlog gauges, read from the database on each scrape (bounded by `timeoutMs`). Call it once.
    * @example
@@ -183,6 +186,24 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     if (report.result === "dead") outboxDead.inc({ sender: report.sender });
   };
 
+  const forwardAttempts = new Counter({
+    name: "hookledger_forward_attempts_total",
+    help: "Forward delivery attempts, by source and result (sent, retry, dead, disabled, given-back, lost).",
+    labelNames: ["source", "result"] as const,
+    registers,
+  });
+  const forwardSeconds = new Histogram({
+    name: "hookledger_forward_duration_seconds",
+    help: "Time of a forward delivery attempt, from its lease to its record.",
+    labelNames: ["source", "result"] as const,
+    buckets: ATTEMPT_BUCKETS,
+    registers,
+  });
+  const onForward = (report: ForwardReport) => {
+    forwardAttempts.inc({ source: report.source, result: report.result });
+    forwardSeconds.observe({ source: report.source, result: report.result }, report.ms / 1000);
+  };
+
   const observer: EdgeObserver = {
     delivery(report) {
       const source = report.result === "unknown_source" ? "" : report.source;
@@ -215,6 +236,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     observer,
     onAttempt,
     onOutboxSend,
+    onForward,
     trackBacklog(backlogOptions) {
       if (tracking) throw new Error("trackBacklog() was already called for these metrics");
       tracking = true;

@@ -1,6 +1,12 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 
+/** An operator's rules on the dialled address, besides the link-local refusal: allowed and denied ranges. */
+export interface AddressRules {
+  readonly allow?: BlockList;
+  readonly deny?: BlockList;
+}
+
 // Link-local addresses and the cloud metadata services on them (169.254.169.254 on AWS, GCP and Azure,
 // fd00:ec2::254 on AWS's IPv6 IMDS): a destination that resolves there could read the host's credentials. Private
 // ranges stay allowed: destinations come from the operator's own configuration (docs/outbox.md, "Senders").
@@ -47,7 +53,7 @@ function embeddedIPv4(address: string): string | undefined {
  * @example
  * refusedAddress("::ffff:169.254.169.254"); // "169.254.169.254 is link-local (cloud metadata lives there)"
  */
-export function refusedAddress(address: string): string | undefined {
+export function refusedAddress(address: string, rules: AddressRules = {}): string | undefined {
   const family = isIP(address);
   if (family === 0) return undefined;
   const v4 = family === 4 ? address : embeddedIPv4(address);
@@ -55,6 +61,12 @@ export function refusedAddress(address: string): string | undefined {
     return `${address} is link-local (cloud metadata lives there)`;
   }
   if (family === 6 && refused.check(address, "ipv6")) return `${address} is link-local or a metadata address`;
+  // The ranges are checked against the address as dialled and against the IPv4 address it carries, so
+  // `::ffff:10.0.0.1` is in "10.0.0.0/8" as 10.0.0.1 is.
+  const within = (list: BlockList) =>
+    list.check(address, family === 4 ? "ipv4" : "ipv6") || (v4 !== undefined && list.check(v4, "ipv4"));
+  if (rules.deny && within(rules.deny)) return `${address} is in a denied range`;
+  if (rules.allow && !within(rules.allow)) return `${address} is not in an allowed range`;
   return undefined;
 }
 
@@ -67,12 +79,22 @@ export class RefusedAddressError extends Error {
  * A `lookup` for `http.request` that resolves as usual and refuses the call when an address it would dial is
  * refused: the check is on the very addresses the socket connects to, after DNS, so a name that resolves to a
  * metadata address (or is re-pointed there) is caught. IP literals skip `lookup` in Node: check them with
- * {@link refusedAddress} before the request.
+ * {@link refusedAddress} before the request. `rules` adds an operator's allowed and denied ranges.
+ *
+ * @example
+ * http.request(url, { lookup: guardedLookupFor({ deny }) });
  */
-export const guardedLookup: LookupFunction = (hostname, options, callback) => {
+export function guardedLookupFor(rules: AddressRules): LookupFunction {
+  return (hostname, options, callback) => lookupChecked(rules, hostname, options, callback);
+}
+
+function lookupChecked(
+  rules: AddressRules,
+  ...[hostname, options, callback]: Parameters<LookupFunction>
+): void {
   dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
     if (error) return callback(error, "", 0);
-    const bad = addresses.map((a) => refusedAddress(a.address)).find((why) => why !== undefined);
+    const bad = addresses.map((a) => refusedAddress(a.address, rules)).find((why) => why !== undefined);
     if (bad !== undefined) {
       return callback(new RefusedAddressError(`refused to connect to ${hostname}: ${bad}`), "", 0);
     }
@@ -82,4 +104,4 @@ export const guardedLookup: LookupFunction = (hostname, options, callback) => {
       return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), "", 0);
     callback(null, first.address, first.family);
   });
-};
+}

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
-import { guardedLookup, RefusedAddressError, refusedAddress } from "./address.js";
+import { type AddressRules, guardedLookupFor, RefusedAddressError, refusedAddress } from "./address.js";
 
 /** One outbound POST. */
 export interface HttpCall {
@@ -10,6 +10,8 @@ export interface HttpCall {
   readonly body: string | Uint8Array;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
+  /** Allowed and denied ranges of the dialled address, besides the link-local refusal of every call. */
+  readonly rules?: AddressRules;
 }
 
 /** What the destination answered: its status, headers, the first bytes of its body as text, and the time taken. */
@@ -21,6 +23,7 @@ export interface HttpAnswer {
 }
 
 const SNIPPET_BYTES = 512;
+const plainGuard = guardedLookupFor({});
 
 /**
  * Checks that a configured destination is an http(s) URL; returns it parsed, or throws naming `field`.
@@ -50,7 +53,7 @@ export function destinationUrl(value: unknown, field: string): URL {
 export function postOnce(call: HttpCall): Promise<HttpAnswer> {
   const started = performance.now();
   const host = call.url.hostname.replace(/^\[|\]$/g, "");
-  const literal = isIP(host) !== 0 ? refusedAddress(host) : undefined;
+  const literal = isIP(host) !== 0 ? refusedAddress(host, call.rules) : undefined;
   if (literal !== undefined) {
     return Promise.reject(new RefusedAddressError(`refused to connect to ${call.url.host}: ${literal}`));
   }
@@ -60,7 +63,7 @@ export function postOnce(call: HttpCall): Promise<HttpAnswer> {
     const req = request(call.url, {
       method: "POST",
       headers: { ...call.headers, "content-length": String(body.byteLength) },
-      lookup: guardedLookup,
+      lookup: call.rules ? guardedLookupFor(call.rules) : plainGuard,
       signal: call.signal,
       timeout: call.timeoutMs,
     });

@@ -1,5 +1,5 @@
 import { type Fields, type FieldsOf, unknownFields } from "../config/fields.js";
-import { type RetryPolicy, retryDelay } from "../worker/backoff.js";
+import { delayAfter, type RetryPolicy } from "../worker/backoff.js";
 import { RefusedAddressError } from "../outbound/address.js";
 import { destinationUrl, postOnce, retryAfterMs } from "../outbound/http.js";
 
@@ -184,8 +184,6 @@ export interface OutboxOptions {
   readonly pollIntervalMs?: number;
 }
 
-const RETRY_AFTER_CAP_MS = 3_600_000;
-
 const HTTP_SENDER_FIELDS = {
   url: true,
   headers: true,
@@ -276,7 +274,6 @@ export class Outbox {
    * longer, up to an hour (a server asking for a day would otherwise park the message past every alert).
    */
   delayAfter(attempt: number, retryAfter?: number): number {
-    const backoff = retryDelay(this.options.retry, attempt);
-    return retryAfter === undefined ? backoff : Math.max(backoff, Math.min(RETRY_AFTER_CAP_MS, retryAfter));
+    return delayAfter(this.options.retry, attempt, retryAfter);
   }
 }

@@ -32,3 +32,17 @@ export function retryDelay(policy: RetryPolicy, attempt: number, random: () => n
   const nominal = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
   return nominal / 2 + (nominal / 2) * random();
 }
+
+const RETRY_AFTER_CAP_MS = 3_600_000;
+
+/**
+ * The delay before the attempt after `attempt`: the backoff, or a destination's `Retry-After` when that is longer,
+ * up to an hour (a server asking for a day would otherwise park the message past every alert).
+ *
+ * @example
+ * delayAfter(policy, 2, 120_000); // at least two minutes
+ */
+export function delayAfter(policy: RetryPolicy, attempt: number, retryAfter?: number): number {
+  const backoff = retryDelay(policy, attempt);
+  return retryAfter === undefined ? backoff : Math.max(backoff, Math.min(RETRY_AFTER_CAP_MS, retryAfter));
+}

@@ -13,7 +13,10 @@ import type { Handlers } from "./handlers.js";
 import { listenForClaims } from "./wake.js";
 import { Outbox } from "../outbox/outbox.js";
 import type { OutboxSendReport } from "../outbox/deliver.js";
-import { startOutboxEngine } from "./outbox-run.js";
+import { startForwardEngine, startOutboxEngine } from "./engines.js";
+import type { ForwardReport } from "../forward/deliver.js";
+import type { ResolvedForward } from "../forward/destination.js";
+import { forwardingHandlers } from "../forward/handlers.js";
 import { finishedWithin } from "../within.js";
 
 /** Options of {@link startWorker}. */
@@ -82,6 +85,18 @@ export interface WorkerOptions {
   readonly outbox?: Outbox;
   /** Hears how each outbox send ended (metrics); it must not throw or block. */
   readonly onOutboxSend?: (report: OutboxSendReport) => void;
+  /**
+   * The `forward` of each forwarding source, by name (docs/forwarding.md), as a configuration resolves them: this
+   * process writes each of their events' forward in the event's transaction and delivers the due ones.
+   */
+  readonly forwards?: ReadonlyMap<string, ResolvedForward>;
+  /**
+   * Forward deliveries in flight at once in this process.
+   * @defaultValue 32
+   */
+  readonly forwardConcurrency?: number;
+  /** Hears how each forward attempt ended (metrics); it must not throw or block. */
+  readonly onForward?: (report: ForwardReport) => void;
 }
 
 /** A running worker. */
@@ -119,6 +134,7 @@ export function startWorker(options: WorkerOptions): Worker {
     log: options.log,
   });
   const outbox = options.outbox ?? new Outbox();
+  const forwards = options.forwards ?? new Map<string, ResolvedForward>();
   const abandon = new AbortController();
   let stopping = false;
   const deps = {
@@ -127,21 +143,29 @@ export function startWorker(options: WorkerOptions): Worker {
     batchBudgetMs,
     pool: options.pool,
     ledger: options.ledger,
-    handlers: options.handlers,
+    handlers: forwardingHandlers(options.handlers, forwards, options.ledger),
     retry,
     handlerTimeoutMs: options.handlerTimeoutMs ?? 30_000,
     log: options.log,
     ...(options.onAttempt && { onAttempt: options.onAttempt }),
     outboxSenders: outbox.senders(),
   };
-  const sending = startOutboxEngine({
+  const home = {
     pool: options.pool,
     connectionString: options.connectionString,
     ledger: options.ledger,
-    outbox,
     log: options.log,
-    onSend: options.onOutboxSend,
-  });
+  };
+  const sending = startOutboxEngine(home, outbox, options.onOutboxSend);
+  const forwarding =
+    forwards.size === 0
+      ? undefined
+      : startForwardEngine(
+          home,
+          forwards,
+          { concurrency: options.forwardConcurrency ?? 32, pollIntervalMs },
+          options.onForward,
+        );
 
   const floor = dueFloorKeeper(options.ledger);
   const turns = countTurns();
@@ -200,7 +224,7 @@ export function startWorker(options: WorkerOptions): Worker {
       }
       await waker.close();
       // After the handlers: the messages of the last batches are committed and may still be sent within the grace.
-      await sending.stop(graceMs);
+      await Promise.all([sending.stop(graceMs), forwarding?.stop(graceMs)]);
     },
   };
 }

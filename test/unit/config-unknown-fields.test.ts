@@ -240,12 +240,12 @@ test("resolveConfig suggests a name whatever its case, and swapped letters count
 
 test("resolveConfig lists every unknown field with the other problems, the unknown ones first", () => {
   const problems = problemsOf({
-    sources: [{ name: "stripe", provider: "stripe", secrets: [env("HL_UNSET_SECRET")], forwrd: {} }],
+    sources: [{ name: "stripe", provider: "stripe", secrets: [env("HL_UNSET_SECRET")], relayTo: {} }],
     worker: { concurrency: 0, retyr: {} },
     shedules: {},
   } as unknown as HookledgerConfig);
   assert.deepEqual(problems, [
-    "config.sources[0].forwrd: unknown field; known fields: name, provider, secrets, toleranceSeconds, maxBodyBytes, awardee, generic",
+    "config.sources[0].relayTo: unknown field; known fields: name, provider, secrets, toleranceSeconds, maxBodyBytes, awardee, generic, forward",
     "config.worker.retyr: unknown field; did you mean retry?",
     "config.shedules: unknown field; did you mean schedules?",
     "sources[0].secrets[0]: the secret of source 'stripe' is empty; set the environment variable HL_UNSET_SECRET",
