@@ -20,6 +20,7 @@ Commands:
   stats              deliveries, duplicate rate, would-skip, refusals; backlog, failures, dead, time to settle
   events             list, show, retry and requeue events in the ledger
   outbox             list, show and retry the messages handlers sent with ctx.outbox.send
+  forward            list forwarding destinations, show a forward's attempts, re-enable a destination
   replay             bring back missed events: replay stripe (events API), replay github (redeliveries)
   reconcile          list the Stripe events the ledger lacks and claim them
   prune              delete settled events past a horizon, keeping tombstones of their keys
@@ -60,6 +61,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<{ command: Command }>>> = 
   stats: () => import("./commands/stats.js"),
   events: () => import("./commands/events.js"),
   outbox: () => import("./commands/outbox.js"),
+  forward: () => import("./commands/forward.js"),
   replay: () => import("./commands/replay.js"),
   reconcile: () => import("./commands/reconcile.js"),
   prune: () => import("./commands/prune.js"),
