@@ -8,6 +8,8 @@ import {
   findEventsById,
 } from "../ledger/browse.js";
 import type { LedgerContext } from "../ledger/context.js";
+import { listForwardAttempts, listForwardDestinations } from "../ledger/forward-destinations.js";
+import { FORWARD_SENDER } from "../ledger/forward-write.js";
 import { attemptErrors, entityHistory } from "../ledger/history.js";
 import { getOutboxMessage, listOutbox, OUTBOX_STATUSES, retryOutbox } from "../ledger/outbox-inspect.js";
 import { EVENT_OUTCOMES, EVENT_STATUSES, getEvent, getEventBody } from "../ledger/inspect.js";
@@ -37,10 +39,12 @@ const WINDOWS: Record<string, { windowMs: number; bucketMs: number }> = {
 };
 const MAX_KEYS = 500;
 const OUTBOX_PAGE = 200;
+const FORWARD_ATTEMPTS = 100;
 
 /**
  * The dashboard's read routes (`GET /dashboard/api/…`): `events`, `event`, `body`, `actions`, `health`,
- * `requeue-count`, `outbox`, `outbox-message`. Throws {@link BadRequest} for a query it cannot take.
+ * `requeue-count`, `outbox`, `outbox-message` (with a forward's delivery attempts), `forwards` (the forward
+ * destinations and their queues). Throws {@link BadRequest} for a query it cannot take.
  *
  * @example
  * const answer = await readRoute(context, "events", new URLSearchParams("status=dead"));
@@ -91,8 +95,14 @@ export async function readRoute(
       if (key === undefined) throw new BadRequest("key: the message's idempotency key is required");
       const message = await getOutboxMessage(db, ledger, key);
       if (!message) return { status: 404, json: { error: "not_found", message: "no such outbox message" } };
-      return { status: 200, json: { message } };
+      const attempts =
+        message.sender === FORWARD_SENDER
+          ? await listForwardAttempts(db, ledger, message.source, message.eventId, FORWARD_ATTEMPTS)
+          : null;
+      return { status: 200, json: { message, attempts } };
     }
+    case "forwards":
+      return { status: 200, json: { destinations: await listForwardDestinations(db, ledger) } };
     case "requeue-count":
       return { status: 200, json: { count: await countRequeue(db, ledger, requeueFilter(query)) } };
     case "health": {

@@ -543,3 +543,79 @@ test("the dashboard's outbox routes answer bad input 400 naming the field and re
   }
   assert.equal((await api("actions", cookie)).body.actions.length, before, "nothing recorded");
 });
+
+test("GET /dashboard/api/forwards lists a disabled and a paused destination with their queues; outbox-message of a forward includes its attempts", async () => {
+  const { cookie } = await signIn();
+  const s = t.ledger.s;
+  await t.pool.query(
+    `insert into ${s}.forward_destinations (source, disabled_at, disabled_reason, failures, paused_until)
+     values ('shop', now() - interval '5 minutes', 'the destination answered 410 Gone', 3, null),
+       ('crm_mirror', null, null, 5, now() + interval '10 minutes'),
+       ('ledger_copy', null, null, 0, now() - interval '1 minute')`,
+  );
+  await t.pool.query(
+    `insert into ${s}.outbox (source, dedupe_key, message_key, sender, idempotency_key, payload, status, attempts)
+     values ('shop', 'evt_fwd_pending', '#forward', 'forward', 'hl_fwd_dash_pending', '{}'::jsonb, 'pending', 0),
+       ('shop', 'evt_fwd_dead', '#forward', 'forward', 'hl_fwd_dash_dead', '{}'::jsonb, 'dead', 2),
+       ('shop', 'evt_fwd_stale', '#forward', 'forward', 'hl_fwd_dash_stale', '{}'::jsonb, 'stale', 0),
+       ('shop', 'evt_fwd_dead', '#0', 'crm', 'hl_fwd_dash_crm', '{}'::jsonb, 'sent', 1)`,
+  );
+  await t.pool.query(
+    `insert into ${s}.forward_attempts (source, dedupe_key, attempt, status, ms, error, snippet)
+     values ('shop', 'evt_fwd_dead', 1, null, 5003, 'timed out after 5000 ms', null),
+       ('shop', 'evt_fwd_dead', 2, 410, 12, 'the destination answered 410', '{"error":"gone"}'),
+       ('shop', 'evt_fwd_other', 1, 500, 7, 'the destination answered 500', 'oops')`,
+  );
+
+  const listed = await api("forwards", cookie);
+  assert.equal(listed.status, 200);
+  const bySource = Object.fromEntries(
+    listed.body.destinations.map((d: { source: string }) => [d.source, d] as const),
+  );
+  assert.deepEqual(Object.keys(bySource), ["crm_mirror", "ledger_copy", "shop"], "in name order");
+  const { disabledAt, ...shop } = bySource.shop;
+  assert.ok(Date.now() - Date.parse(disabledAt) >= 4 * 60_000, `disabled 5 minutes ago: ${disabledAt}`);
+  assert.deepEqual(shop, {
+    source: "shop",
+    disabledReason: "the destination answered 410 Gone",
+    failures: 3,
+    pausedUntil: null,
+    pending: 1,
+    dead: 1,
+    sent: 0,
+  });
+  assert.equal(bySource.crm_mirror.disabledAt, null);
+  assert.ok(Date.parse(bySource.crm_mirror.pausedUntil) > Date.now(), "paused for 10 more minutes");
+  assert.equal(bySource.ledger_copy.pausedUntil, null, "a pause that is over is not shown");
+
+  const shown = await api("outbox-message?key=hl_fwd_dash_dead", cookie);
+  assert.equal(shown.status, 200);
+  assert.equal(shown.body.message.sender, "forward");
+  assert.deepEqual(
+    shown.body.attempts.map(
+      (a: {
+        attempt: number;
+        status: number | null;
+        ms: number;
+        error: string | null;
+        snippet: string | null;
+      }) => [a.attempt, a.status, a.ms, a.error, a.snippet],
+    ),
+    [
+      [1, null, 5003, "timed out after 5000 ms", null],
+      [2, 410, 12, "the destination answered 410", '{"error":"gone"}'],
+    ],
+  );
+  assert.ok(shown.body.attempts.every((a: { at: string }) => !Number.isNaN(Date.parse(a.at))));
+  assert.deepEqual((await api("outbox-message?key=hl_fwd_dash_pending", cookie)).body.attempts, []);
+  assert.equal(
+    (await api("outbox-message?key=hl_fwd_dash_crm", cookie)).body.attempts,
+    null,
+    "a message of another sender has no forward attempts",
+  );
+  const stale = await api("outbox?status=stale", cookie);
+  assert.deepEqual(
+    stale.body.messages.map((m: { idempotencyKey: string }) => m.idempotencyKey),
+    ["hl_fwd_dash_stale"],
+  );
+});

@@ -138,10 +138,10 @@ async function signedIn(): Promise<{ page: Page; problems: string[] }> {
   return opened;
 }
 
-/** The cells of the events table's rows, by column name. */
-async function rows(page: Page): Promise<Record<string, string>[]> {
+/** The cells of a table's rows (by default the events table's), by column name. */
+async function rows(page: Page, name = "Events"): Promise<Record<string, string>[]> {
   // Plain loops: a named inner function would be compiled to a __name() call the page does not have.
-  return page.getByRole("table", { name: "Events" }).evaluate((table: HTMLTableElement) => {
+  return page.getByRole("table", { name, exact: true }).evaluate((table: HTMLTableElement) => {
     const head = Array.from(table.tHead?.rows[0]?.cells ?? [], (c) => (c.textContent ?? "").trim());
     return Array.from(table.tBodies[0]?.rows ?? [], (row) =>
       Object.fromEntries(
@@ -445,5 +445,68 @@ test("the Outbox view lists the dead message with its error; Retry selected send
   await page.getByRole("link", { name: /^hl_/ }).first().click();
   await page.getByRole("heading", { level: 1, name: /^crm hl_/ }).waitFor();
   assert.match((await page.getByLabel("Payload").textContent()) ?? "", /"voided": "evt_voided"/);
+  await closeAndCheck(opened);
+});
+
+test("the Outbox view shows a disabled forward destination with its reason and the re-enable command; a forward's page lists its delivery attempts", {
+  skip,
+}, async () => {
+  const s = t.ledger.s;
+  await t.pool.query(
+    `insert into ${s}.forward_destinations (source, disabled_at, disabled_reason, failures)
+     values ('shop', now() - interval '5 minutes', 'the destination answered 410 Gone', 2)`,
+  );
+  await t.pool.query(
+    `insert into ${s}.outbox (source, dedupe_key, message_key, sender, idempotency_key, payload, status, attempts)
+     values ('shop', 'evt_fwd', '#forward', 'forward', 'hl_fwd_browser', '{}'::jsonb, 'dead', 2),
+       ('shop', 'evt_fwd_next', '#forward', 'forward', 'hl_fwd_browser_next', '{}'::jsonb, 'pending', 0)`,
+  );
+  await t.pool.query(
+    `insert into ${s}.forward_attempts (source, dedupe_key, attempt, status, ms, error, snippet)
+     values ('shop', 'evt_fwd', 1, null, 5004, 'timed out after 5000 ms', null),
+       ('shop', 'evt_fwd', 2, 410, 31, 'the destination answered 410', '<b>gone</b> for good')`,
+  );
+  const opened = await signedIn();
+  const { page } = opened;
+  await page.getByRole("link", { name: "Outbox" }).click();
+  await page.getByRole("heading", { level: 2, name: "Forward destinations" }).waitFor();
+  const [shop, ...others] = await rows(page, "Forward destinations");
+  assert.deepEqual(others, [], "one destination");
+  assert.match(
+    shop?.State ?? "",
+    /^disabled since .+: the destination answered 410 Gonere-enable with: hookledger forward enable shop$/,
+  );
+  assert.deepEqual([shop?.Source, shop?.Pending, shop?.Dead, shop?.Sent], ["shop", "1", "1", "0"]);
+  const row = page
+    .getByRole("table", { name: "Forward destinations" })
+    .getByRole("row")
+    .filter({ hasText: "shop" });
+  assert.match(
+    (await row.getAttribute("class")) ?? "",
+    /\bdisabled\b/,
+    "the disabled destination is highlighted",
+  );
+  const statuses = await page.getByLabel("Status").locator("option").allTextContents();
+  assert.ok(statuses.includes("stale"), `the status filter offers stale: ${statuses.join(", ")}`);
+
+  await page.getByRole("link", { name: "hl_fwd_browser", exact: true }).click();
+  await page.getByRole("heading", { level: 1, name: "forward hl_fwd_browser" }).waitFor();
+  const attempts = await rows(page, "Delivery attempts");
+  assert.deepEqual(
+    attempts.map((a) => [a["#"], a.Status, a["Latency ms"], a.Error, a["Response snippet"]]),
+    [
+      ["1", "no answer", "5004", "timed out after 5000 ms", ""],
+      ["2", "410", "31", "the destination answered 410", "<b>gone</b> for good"],
+    ],
+  );
+  assert.ok(
+    attempts.every((a) => a.Time !== ""),
+    "each attempt has its time",
+  );
+  assert.equal(
+    await page.getByRole("table", { name: "Delivery attempts" }).locator("b").count(),
+    0,
+    "the snippet is text, not markup",
+  );
   await closeAndCheck(opened);
 });

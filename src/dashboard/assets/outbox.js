@@ -1,10 +1,11 @@
-// The outbox view: the messages handlers sent with ctx.outbox.send, dead ones retried (each retry recorded), and
-// one message with its payload and last answer (docs/outbox.md).
+// The outbox view: the messages handlers sent with ctx.outbox.send and the forwards of forward mode, dead ones
+// retried (each retry recorded), the forward destinations' state, and one message with its payload, last answer
+// and, for a forward, each delivery attempt (docs/outbox.md, docs/forwarding.md).
 import { badge, confirmAction, eventLink, get, h, post, when } from "./dom.js";
 import { filterForm, table } from "./list.js";
 
 const OUTBOX_FILTERS = [
-  ["status", "Status", ["", "pending", "sent", "dead"]],
+  ["status", "Status", ["", "pending", "sent", "dead", "stale"]],
   ["source", "Source", "text"],
   ["sender", "Sender", "text"],
 ];
@@ -14,9 +15,11 @@ const messageLink = (key) =>
 
 /** The newest messages matching the filter, with their attempts and last error; dead ones can be retried. */
 export async function outboxView(main, query) {
-  main.append(h("h1", {}, "Outbox"), filterForm(query, "outbox", OUTBOX_FILTERS));
   const params = Object.fromEntries(query);
-  const { messages } = await get("outbox", params);
+  const [{ messages }, { destinations }] = await Promise.all([get("outbox", params), get("forwards")]);
+  main.append(h("h1", {}, "Outbox"));
+  if (destinations.length > 0) main.append(destinationsPanel(destinations));
+  main.append(filterForm(query, "outbox", OUTBOX_FILTERS));
   const note = h("p", { role: "status" });
   const rows = messages.map((m) => [
     m.status === "dead"
@@ -76,9 +79,84 @@ export async function outboxView(main, query) {
   return undefined;
 }
 
+/** Each forwarding source's destination: enabled, disabled by a 410 (until the CLI re-enables it) or paused. */
+function destinationsPanel(destinations) {
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  const state = (d) => {
+    if (d.disabledAt)
+      return [
+        h(
+          "strong",
+          {},
+          `disabled since ${when(d.disabledAt)}`,
+          d.disabledReason ? `: ${d.disabledReason}` : "",
+        ),
+        h(
+          "div",
+          { className: "muted" },
+          "re-enable with: ",
+          h("code", {}, `hookledger forward enable ${d.source}`),
+        ),
+      ];
+    if (d.pausedUntil) return `paused until ${when(d.pausedUntil)} after ${plural(d.failures, "failure")}`;
+    return d.failures > 0 ? `enabled, ${plural(d.failures, "failure")} in a row` : "enabled";
+  };
+  const head = ["Source", "State", "Pending", "Dead", "Sent"];
+  return h(
+    "section",
+    { "aria-labelledby": "forward-destinations" },
+    h("h2", { id: "forward-destinations" }, "Forward destinations"),
+    h(
+      "table",
+      { "aria-label": "Forward destinations" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          head.map((c) => h("th", { scope: "col" }, c)),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        destinations.map((d) =>
+          h(
+            "tr",
+            { className: d.disabledAt ? "disabled" : d.pausedUntil ? "paused" : "" },
+            h("td", {}, d.source),
+            h("td", {}, state(d)),
+            h("td", {}, String(d.pending)),
+            h("td", {}, String(d.dead)),
+            h("td", {}, String(d.sent)),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+/** A forward's delivery attempts, oldest first: what the destination answered and how fast. */
+function attemptsTable(attempts) {
+  const list = table(
+    ["#", "Time", "Status", "Latency ms", "Error", "Response snippet"],
+    attempts.map((a) => [
+      String(a.attempt),
+      when(a.at),
+      a.status === null ? "no answer" : String(a.status),
+      String(a.ms),
+      a.error ? h("span", { className: "error" }, a.error) : "",
+      a.snippet ? h("code", { className: "snippet" }, a.snippet) : "",
+    ]),
+  );
+  list.setAttribute("aria-label", "Delivery attempts");
+  return list;
+}
+
 /** One message: where it comes from, its attempts, its last answer and its payload. */
 export async function outboxMessageView(main, key) {
-  const { message: m } = await get("outbox-message", { key });
+  const { message: m, attempts } = await get("outbox-message", { key });
   const facts = [
     ["Idempotency key", h("code", {}, m.idempotencyKey)],
     ["Event", eventLink(m.source, m.eventId, `${m.source} ${m.eventId}`)],
@@ -100,6 +178,7 @@ export async function outboxMessageView(main, key) {
       { className: "facts" },
       facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
     ),
+    ...(Array.isArray(attempts) ? [h("h2", {}, "Delivery attempts"), attemptsTable(attempts)] : []),
     h("h2", {}, "Payload"),
     h("pre", { tabindex: "0", "aria-label": "Payload" }, JSON.stringify(m.payload, null, 2)),
   );
