@@ -46,7 +46,9 @@ export function demoSamples(): Sample[] {
   const delivery = `${run}-0000-4000-8000-000000000000`;
   return [
     created,
-    { ...created, label: "the same event again (provider retry)" },
+    // Settled before the upgrade is sent: a worker may run two events of one entity at once, and the created
+    // event taken after the upgrade committed would be skipped as stale.
+    { ...created, label: "the same event again (provider retry)", settleBeforeNext: true },
     {
       ...stripeSample(
         "upgrade, newer (t+20 s)",
