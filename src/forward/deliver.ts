@@ -9,7 +9,7 @@ import {
 } from "../ledger/forward-take.js";
 import type { Logger } from "../log.js";
 import { RefusedAddressError } from "../outbound/address.js";
-import type { EngineQueue } from "../outbound/engine.js";
+import { type EngineQueue, lostAttemptsError } from "../outbound/engine.js";
 import { postOnce, retryAfterMs } from "../outbound/http.js";
 import { delayAfter } from "../worker/backoff.js";
 import { type ResolvedForward, standardHeaders } from "./destination.js";
@@ -113,7 +113,7 @@ export function forwardQueue(deps: ForwardQueueDeps): EngineQueue<TakenForward> 
   async function attempt(forward: ResolvedForward, m: TakenForward, stop: AbortSignal): Promise<ForwardEnd> {
     const { retry } = forward;
     if (m.attempts > retry.maxAttempts) {
-      const error = `attempts exhausted: attempt ${m.attempts - 1} ended with no record (its process was lost mid-call)`;
+      const error = lostAttemptsError(m.attempts);
       return { kind: "dead", call: { status: null, ms: 0, error, snippet: null } };
     }
     const started = performance.now();

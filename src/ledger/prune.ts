@@ -1,4 +1,5 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
+import { FORWARD_KEY } from "./forward-write.js";
 
 /**
  * One batch of one source's prunable rows: settled before `before`, at most `limit` of them.
@@ -66,7 +67,7 @@ const sweepSql = statement(
   delete from ${s}.forward_attempts f using gone
   where f.source = $1::text and f.dedupe_key = gone.dedupe_key and exists (
     select 1 from ${s}.outbox o where o.source = $1::text and o.dedupe_key = gone.dedupe_key
-      and o.message_key = '#forward' and o.status = 'sent'
+      and o.message_key = '${FORWARD_KEY}' and o.status = 'sent'
   )
 ), old_bodies as (
   delete from ${s}.event_bodies b using gone

@@ -153,3 +153,13 @@ export function pollingWaker(): EngineWaker {
     },
   };
 }
+
+/**
+ * The error of a message taken again after its attempts ran out: the last attempt's process was lost mid-call
+ * (the take counted it before the call), so no answer was recorded.
+ *
+ * @example
+ * if (m.attempts > retry.maxAttempts) return { kind: "dead", error: lostAttemptsError(m.attempts) };
+ */
+export const lostAttemptsError = (attempts: number): string =>
+  `attempts exhausted: attempt ${attempts - 1} ended with no record (its process was lost mid-call)`;

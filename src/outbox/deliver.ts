@@ -6,7 +6,7 @@ import {
   takeOutboxMessages,
   type TakenMessage,
 } from "../ledger/outbox-take.js";
-import type { EngineQueue } from "../outbound/engine.js";
+import { type EngineQueue, lostAttemptsError } from "../outbound/engine.js";
 import { type Outbox, SendError } from "./outbox.js";
 
 /**
@@ -104,7 +104,7 @@ export function outboxQueue(deps: OutboxQueueDeps): EngineQueue<TakenMessage> {
     if (m.attempts > retry.maxAttempts) {
       return {
         kind: "dead",
-        error: `attempts exhausted: attempt ${m.attempts - 1} ended with no record (its process was lost mid-call)`,
+        error: lostAttemptsError(m.attempts),
       };
     }
     const sender = outbox.find(m.sender);

@@ -1,6 +1,7 @@
 import { type Fields, type FieldsOf, unknownFields } from "../config/fields.js";
 import { delayAfter, type RetryPolicy } from "../worker/backoff.js";
 import { RefusedAddressError } from "../outbound/address.js";
+import { FORWARD_SENDER } from "../ledger/forward-write.js";
 import { destinationUrl, postOnce, retryAfterMs } from "../outbound/http.js";
 
 /**
@@ -246,7 +247,8 @@ export class Outbox {
   }
 
   /**
-   * Registers the sender of messages named `name`. One sender per name; registering twice (or `http`) throws.
+   * Registers the sender of messages named `name`. One sender per name; registering twice, `http` (built in) or
+   * `forward` (forward mode's) throws.
    *
    * @example
    * new Outbox().on("slack", async (message, { signal }) => { await fetch(url, { method: "POST", body: JSON.stringify(message.payload), signal }); });
@@ -255,6 +257,11 @@ export class Outbox {
     if (typeof sender !== "function")
       throw new TypeError(`outbox.on("${name}"): the sender must be a function`);
     if (this.#senders.has(name)) throw new Error(`an outbox sender named ${name} is already registered`);
+    if (name === FORWARD_SENDER) {
+      throw new Error(
+        `the outbox sender name ${name} is reserved for forward mode (docs/forwarding.md); register yours under another name`,
+      );
+    }
     this.#senders.set(name, sender as Sender);
     return this;
   }

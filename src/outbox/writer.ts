@@ -1,4 +1,5 @@
 import type { LedgerContext, Queryable } from "../ledger/context.js";
+import { FORWARD_SENDER } from "../ledger/forward-write.js";
 import { outboxIdempotencyKey, writeOutboxMessage } from "../ledger/outbox-write.js";
 
 /**
@@ -47,6 +48,12 @@ export function outboxWriter(
   return {
     async send(name, payload, options = {}) {
       if (typeof name !== "string" || name === "") throw new TypeError("ctx.outbox.send: name a sender");
+      // Forward mode's messages share the table; one named `forward` would be taken by the forward engine.
+      if (name === FORWARD_SENDER) {
+        throw new TypeError(
+          `ctx.outbox.send: the name ${name} is reserved for forward mode (docs/forwarding.md)`,
+        );
+      }
       const own = options.key;
       if (own !== undefined && (typeof own !== "string" || own === "" || own.startsWith("#"))) {
         throw new TypeError(

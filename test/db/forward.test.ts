@@ -13,6 +13,7 @@ import {
   listForwardAttempts,
   listForwardDestinations,
   listOutbox,
+  retryEvents,
   retryOutbox,
   silentLogger,
 } from "hookledger";
@@ -266,6 +267,47 @@ test("forward: a dead delivery is sent again by retryOutbox", async () => {
       m.idempotencyKey,
     ]);
     await waitFor("the forward sent", async () => (await forwardsOf(s.schema))[0]?.status === "sent");
+  } finally {
+    await s.close();
+  }
+});
+
+test("forward: retryEvents of forwarded events sends a dead forward again under its webhook-id, a sent one never twice", async () => {
+  let failing = true;
+  const s = await forwarding((_n, r) => (failing && eventIdOf(r) === "evt_q1" ? 500 : 200), {
+    retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 },
+  });
+  const eventsSettled = async () =>
+    (
+      await admin.query<{ n: number }>(
+        `select count(*)::int as n from "${s.schema}".events where status = 'settled'`,
+      )
+    ).rows[0]?.n === 2;
+  try {
+    await s.post("evt_q1");
+    await s.post("evt_q2");
+    await waitFor("one forward dead, one sent", async () => {
+      const [q1, q2] = await forwardsOf(s.schema);
+      return q1?.status === "dead" && q2?.status === "sent";
+    });
+    await waitFor("both events settled", eventsSettled);
+    failing = false;
+    const keys = ["evt_q1", "evt_q2"].map((dedupeKey) => ({ source: "stripe", dedupeKey }));
+    const results = await retryEvents(admin, ledgerContext(s.schema), keys, { force: true });
+    assert.equal(results.length, 2);
+    await waitFor("both events settled again", eventsSettled);
+    await waitFor("every forward sent", async () =>
+      (await forwardsOf(s.schema)).every((m) => m.status === "sent"),
+    );
+    const received = (id: string) => s.destination.received.filter((r) => eventIdOf(r) === id);
+    assert.equal(received("evt_q2").length, 1, "a sent forward is not sent again by a requeue");
+    const q1 = received("evt_q1");
+    assert.equal(q1.length, 3, "two failed attempts, then the one after the requeue");
+    assert.equal(
+      new Set(q1.map((r) => r.headers["webhook-id"])).size,
+      1,
+      "one webhook-id across the requeue",
+    );
   } finally {
     await s.close();
   }

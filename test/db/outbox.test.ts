@@ -212,6 +212,26 @@ test("ctx.outbox.send to a sender this worker lacks writes the message dead, nam
   assert.equal(rows.length, 1);
 });
 
+test("ctx.outbox.send to forward, forward mode's reserved name, fails the attempt naming it; no message is written", async () => {
+  const handlers = new Handlers().on("ob-reserved", "*", async (ctx) => {
+    await ctx.outbox.send("forward", {});
+  });
+  await claimTestEvent(t.pool, t.ledger, { source: "ob-reserved", id: "evt_f1" });
+  await withWorker(handlers, { retry: { maxAttempts: 1, baseDelayMs: 10, maxDelayMs: 10 } }, async () => {
+    await waitFor("the event dead", async () => {
+      const { rows } = await t.pool.query<{ status: string }>(
+        `select status from "${t.schema}".events where source = 'ob-reserved'`,
+      );
+      return rows[0]?.status === "dead";
+    });
+  });
+  const { rows } = await t.pool.query<{ last_error: string }>(
+    `select last_error from "${t.schema}".events where source = 'ob-reserved'`,
+  );
+  assert.match(rows[0]?.last_error ?? "", /the name forward is reserved for forward mode/);
+  assert.deepEqual(await message("ob-reserved", "evt_f1"), []);
+});
+
 test("an outbox call that outlives its timeout fails its attempt; its late success is not recorded", async () => {
   const outbox = new Outbox({ timeoutMs: 200, retry: { maxAttempts: 1 } }).on("hangs", async () => {
     await new Promise((resolve) => setTimeout(resolve, 800)); // ignores its signal

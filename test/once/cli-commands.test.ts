@@ -51,6 +51,8 @@ const HELP_OF = [
   ["prune"],
   ["backfill-versions"],
   ["dashboard"],
+  ["outbox"],
+  ["forward"],
 ];
 
 test("hookledger <command> --help and -h exit 0 with the command's options and examples", async () => {
@@ -80,6 +82,8 @@ test("hookledger --help lists every command, backfill-versions included; --versi
     "reconcile",
     "prune",
     "dashboard",
+    "outbox",
+    "forward",
   ]) {
     assert.match(r.stdout, new RegExp(`^ {2}${command} +\\S`, "m"), command);
   }

@@ -240,6 +240,17 @@ test("hookledger forward show of an event never forwarded exits 1 naming it and 
   );
 });
 
+test("hookledger forward enable of a source that never forwarded exits 1 naming the forwarding sources", async () => {
+  const r = await runCli(["forward", "enable", "strpie"], { env });
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.stdout, "");
+  assert.match(
+    r.stderr,
+    /^hookledger: strpie has not forwarded: no destination of that name \(forwarding sources: .*\bshop\b.*; see `hookledger forward list`\)\n$/,
+  );
+  assert.match(r.stderr, /\bstripe\b/);
+});
+
 test("hookledger forward with bad input exits 2 naming the problem and the fix, and changes nothing", async () => {
   const before = await destinationRow("stripe");
   for (const [args, message] of [

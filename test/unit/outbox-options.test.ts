@@ -60,9 +60,10 @@ test("httpSender refuses a URL that is not http(s) and an unknown option, at onc
   );
 });
 
-test("Outbox.on refuses a second sender of one name, and http, which is built in", () => {
+test("Outbox.on refuses a second sender of one name, http, which is built in, and forward, forward mode's", () => {
   const outbox = new Outbox().on("email", () => {});
   assert.throws(() => outbox.on("email", () => {}), /already registered/);
   assert.throws(() => outbox.on("http", () => {}), /already registered/);
+  assert.throws(() => outbox.on("forward", () => {}), /sender name forward is reserved for forward mode/);
   assert.deepEqual(outbox.senders(), ["http", "email"]);
 });

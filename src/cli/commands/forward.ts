@@ -206,11 +206,18 @@ async function enable(args: string[], io: CommandIO): Promise<number> {
   if (source === undefined || positionals.length !== 1) {
     throw new CliError("give one source: hookledger forward enable stripe (`hookledger forward list`)", 2);
   }
-  const { enabled, pending } = await withLedger(values.config, async (db) => {
+  const { enabled, pending, known } = await withLedger(values.config, async (db) => {
     const enabled = await enableForwardDestination(db.pool, db.ledger, source);
+    const known = (await listForwardDestinations(db.pool, db.ledger)).map((d) => d.source);
     const [state] = await listForwardDestinations(db.pool, db.ledger, [source]);
-    return { enabled, pending: state?.pending ?? 0 };
+    return { enabled, pending: state?.pending ?? 0, known };
   });
+  // A typo would otherwise read as "was not disabled", as if the destination were fine.
+  if (!known.includes(source)) {
+    throw new CliError(
+      `${source} has not forwarded: no destination of that name (${known.length === 0 ? "no source has forwarded yet" : `forwarding sources: ${known.join(", ")}`}; see \`hookledger forward list\`)`,
+    );
+  }
   if (values.json) io.out(`${JSON.stringify({ source, enabled, pending }, null, 2)}\n`);
   else if (!enabled) io.out(`forwarding of ${source} was not disabled\n`);
   else {
