@@ -96,8 +96,9 @@ test("a batch of 40 events whose handlers make one parameterised query takes one
     assert.deepEqual([row.status, row.outcome, row.attempts], ["settled", "applied", 1], id);
   assert.deepEqual([...(await writes("trips")).keys()], ids);
   // 40 for the events; the rest is the batch's own statements (count, begin, lock, settle, commit) and the polls
-  // before the worker stopped. With the arm in a round trip of its own it was 80 and more.
-  assert.ok(roundTrips >= 40 && roundTrips < 60, `round trips: ${roundTrips}`);
+  // before the worker stopped, more when the 40 are picked in two batches (60 seen once under Node 24 in CI). With
+  // the arm in a round trip of its own it was 80 and more.
+  assert.ok(roundTrips >= 40 && roundTrips < 75, `round trips: ${roundTrips}`);
 });
 
 for (const [form, first] of Object.entries(FORMS)) {
