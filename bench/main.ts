@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { hookledgerServe, naive, rawHmac } from "./contenders/http.js";
+import { forwarding } from "./contenders/forward.js";
 import { findPgbench, pgbench } from "./contenders/pgbench.js";
 import { runRounds } from "./contenders/rounds.js";
 import { runScale } from "./contenders/scale.js";
@@ -41,6 +42,7 @@ const ALL: readonly Contender[] = [
   hookledgerWorkerC10,
   hookledgerWorkerDefault,
   hookledgerWorkerAdvance,
+  forwarding,
 ];
 
 let cleaning: Promise<void> | undefined;

@@ -50,6 +50,9 @@ export const ROWS = {
   duplicate: "hookledger serve: duplicate storm",
   graphile: "graphile-worker c10",
   worker: "hookledger worker c10",
+  forwardCeiling: "forward: destination ceiling",
+  forwardLoop: "forward: fetch loop c32",
+  forward: "forward: hookledger",
 } as const;
 
 /**
@@ -144,6 +147,8 @@ export function judge(
     },
     ratioTarget(rows, results, "P2", "duplicate storm ÷ raw node:http + HMAC", ROWS.duplicate, ROWS.raw, 0.8),
     ratioTarget(rows, results, "P3", "worker c10 ÷ graphile-worker c10", ROWS.worker, ROWS.graphile, 2),
+    ratioTarget(rows, results, "F1", "forward ÷ destination ceiling", ROWS.forward, ROWS.forwardCeiling, 0.8),
+    ratioTarget(rows, results, "F1", "forward ÷ fetch loop c32", ROWS.forward, ROWS.forwardLoop, 1),
     {
       id: "P4",
       what: "peak RSS of serve --no-worker (this run)",

@@ -21,7 +21,17 @@ const upsert = guardedUpsert(schema);
 const hl = createHookledger({
   connectionString: required("DATABASE_URL"),
   schema,
-  sources: [{ name: "stripe", provider: "stripe", secrets: [secret] }],
+  sources: [
+    {
+      name: "stripe",
+      provider: "stripe",
+      secrets: [secret],
+      // The forwarding bench (bench/contenders/forward.ts): each event also forwarded, signed, to its destination.
+      ...(process.env.BENCH_FORWARD_URL && {
+        forward: { url: process.env.BENCH_FORWARD_URL, secret: required("BENCH_FORWARD_SECRET") },
+      }),
+    },
+  ],
   ...(concurrency !== undefined && { worker: { concurrency } }),
 }).on("stripe", "customer.subscription.updated", async (ctx) => {
   // ctx.advance(): the ledger's own version guard on the subscription (Stripe's version is the event's created).
