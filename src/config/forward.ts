@@ -1,5 +1,5 @@
 import { BlockList, isIP } from "node:net";
-import { defaultForwardRetry, type ResolvedForward } from "../forward/destination.js";
+import { defaultBreaker, defaultForwardRetry, type ResolvedForward } from "../forward/destination.js";
 import { standardSecretKey } from "../providers/standard.js";
 import type { RetryPolicy } from "../worker/backoff.js";
 import { type Configurable, ENV_REF_FIELDS, isEnvRef, readConfigurable } from "./env.js";
@@ -40,6 +40,14 @@ export interface ForwardConfig {
    * @defaultValue { maxAttempts: 15, baseDelayMs: 5000, maxDelayMs: 3_600_000 }
    */
   readonly retry?: Partial<RetryPolicy>;
+  /**
+   * The circuit breaker: `threshold` failed attempts in a row, across the destination's events, pause it for
+   * `pauseMs`, doubling with each further failure up to `maxPauseMs`; the next success closes it. Paused, its
+   * deliveries are not taken, so they spend no attempts.
+   * @defaultValue { threshold: 10, pauseMs: 30_000, maxPauseMs: 600_000 }
+   * @example { threshold: 5, pauseMs: 5_000, maxPauseMs: 60_000 }
+   */
+  readonly breaker?: { readonly threshold?: number; readonly pauseMs?: number; readonly maxPauseMs?: number };
 }
 
 /** The fields of `forward` (see `unknownFields`). */
@@ -52,6 +60,7 @@ export const FORWARD_FIELDS = {
   allow: true,
   deny: true,
   retry: { maxAttempts: true, baseDelayMs: true, maxDelayMs: true },
+  breaker: { threshold: true, pauseMs: true, maxPauseMs: true },
 } satisfies FieldsOf<ForwardConfig>;
 
 const MIN_KEY_BYTES = 16;
@@ -156,6 +165,16 @@ export function resolveForward(
   if (!Number.isInteger(retry.maxAttempts) || retry.maxAttempts < 1) {
     problems.push(`${at}.retry.maxAttempts: expected a positive whole number, got ${retry.maxAttempts}`);
   }
+  const breaker = { ...defaultBreaker, ...forward.breaker };
+  if (!Number.isInteger(breaker.threshold) || breaker.threshold < 1) {
+    problems.push(`${at}.breaker.threshold: expected a positive whole number, got ${breaker.threshold}`);
+  }
+  for (const field of ["pauseMs", "maxPauseMs"] as const) {
+    const ms = breaker[field];
+    if (!(typeof ms === "number" && Number.isFinite(ms) && ms >= 0)) {
+      problems.push(`${at}.breaker.${field}: expected a number of milliseconds, got ${JSON.stringify(ms)}`);
+    }
+  }
   if (problems.length > before || !url) return undefined;
   return {
     provider,
@@ -165,5 +184,6 @@ export function resolveForward(
     timeoutMs,
     rules: { ...(allow && { allow }), ...(deny && { deny }) },
     retry,
+    breaker,
   };
 }

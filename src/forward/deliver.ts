@@ -1,6 +1,5 @@
 import type { LedgerContext, Queryable } from "../ledger/context.js";
 import {
-  type BreakerPolicy,
   endForwardAttempt,
   type ForwardCall,
   type ForwardEnd,
@@ -12,7 +11,7 @@ import { RefusedAddressError } from "../outbound/address.js";
 import { type EngineQueue, lostAttemptsError } from "../outbound/engine.js";
 import { postOnce, retryAfterMs } from "../outbound/http.js";
 import { delayAfter } from "../worker/backoff.js";
-import { type ResolvedForward, standardHeaders } from "./destination.js";
+import { defaultBreaker, type ResolvedForward, standardHeaders } from "./destination.js";
 
 /**
  * How one attempt of a forward ended, for metrics: `sent`, `retry`, `dead`, `disabled` (the destination answered
@@ -37,15 +36,8 @@ export interface ForwardQueueDeps {
   /** The `forward` of each source, by name: the sources whose forwards this process sends. */
   readonly forwards: ReadonlyMap<string, ResolvedForward>;
   readonly log: Logger;
-  readonly breaker?: BreakerPolicy;
   readonly onForward?: (report: ForwardReport) => void;
 }
-
-/**
- * The breaker's default: 10 failed attempts in a row (across a destination's events) pause it for 30 s, doubling
- * with each further failure up to 10 minutes; a success closes it.
- */
-export const defaultBreaker: BreakerPolicy = { threshold: 10, pauseMs: 30_000, maxPauseMs: 600_000 };
 
 // Statuses the Standard Webhooks spec names as "slow down": their Retry-After is honoured. Every other non-2xx is a
 // failure retried with backoff, 410 aside (the destination is gone: it is disabled).
@@ -61,7 +53,6 @@ const BACK_OFF = new Set([429, 502, 503, 504]);
  */
 export function forwardQueue(deps: ForwardQueueDeps): EngineQueue<TakenForward> {
   const { forwards, log } = deps;
-  const breaker = deps.breaker ?? defaultBreaker;
   const sources = [...forwards.keys()];
   // The lease outlasts the longest call's timeout by 5 s (see outbox/deliver.ts): past it another process may call
   // again, under the same webhook-id, and only the newer attempt records.
@@ -76,6 +67,7 @@ export function forwardQueue(deps: ForwardQueueDeps): EngineQueue<TakenForward> 
         : m.stale
           ? { kind: "stale" }
           : await attempt(forward, m, stop);
+      const breaker = forward?.breaker ?? defaultBreaker;
       const recorded = await endForwardAttempt(deps.db, deps.ledger, m, end, breaker).catch(
         (error: Error) => {
           log.error(

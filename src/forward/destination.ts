@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import type { BreakerPolicy } from "../ledger/forward-take.js";
 import type { AddressRules } from "../outbound/address.js";
 import type { RetryPolicy } from "../worker/backoff.js";
 
@@ -13,10 +14,17 @@ export interface ResolvedForward {
   readonly timeoutMs: number;
   readonly rules: AddressRules;
   readonly retry: RetryPolicy;
+  readonly breaker: BreakerPolicy;
 }
 
 /** The default retry policy of a forward: 15 attempts, 5 s doubling up to 1 h (about 5 hours to dead). */
 export const defaultForwardRetry: RetryPolicy = { maxAttempts: 15, baseDelayMs: 5000, maxDelayMs: 3_600_000 };
+
+/**
+ * The breaker's default: 10 failed attempts in a row (across a destination's events) pause it for 30 s, doubling
+ * with each further failure up to 10 minutes; a success closes it.
+ */
+export const defaultBreaker: BreakerPolicy = { threshold: 10, pauseMs: 30_000, maxPauseMs: 600_000 };
 
 /**
  * The Standard Webhooks headers of one delivery: `webhook-signature` holds one `v1,` signature per key, each an

@@ -252,6 +252,27 @@ test("forward: a destination failing every attempt is paused by the breaker, its
   }
 });
 
+test("forward with breaker options pauses after its threshold and sends again once the pause is over", async () => {
+  let failing = true;
+  const s = await forwarding(() => (failing ? 500 : 200), {
+    breaker: { threshold: 3, pauseMs: 600, maxPauseMs: 600 },
+  });
+  try {
+    await s.post("evt_b1");
+    await waitFor("the breaker open", async () => {
+      const [d] = await listForwardDestinations(admin, ledgerContext(s.schema), ["stripe"]);
+      return d?.pausedUntil !== null && d?.pausedUntil !== undefined;
+    });
+    assert.equal(s.destination.received.length, 3, "paused after its third failure in a row");
+    failing = false;
+    await waitFor("the forward sent", async () => (await forwardsOf(s.schema))[0]?.status === "sent");
+    const [d] = await listForwardDestinations(admin, ledgerContext(s.schema), ["stripe"]);
+    assert.deepEqual([d?.pausedUntil, d?.failures], [null, 0], "the success closed the breaker");
+  } finally {
+    await s.close();
+  }
+});
+
 test("forward: a dead delivery is sent again by retryOutbox", async () => {
   let failing = true;
   const s = await forwarding(() => (failing ? 500 : 200), {
@@ -358,6 +379,10 @@ test("createHookledger refuses a forward with a non-http URL, an empty secret, a
   refused(
     { url: "http://127.0.0.1/", secret: SECRET, ordering: "fifo" as "none" },
     /forward\.ordering: expected "entity" or "none"/,
+  );
+  refused(
+    { url: "http://127.0.0.1/", secret: SECRET, breaker: { threshold: 0 } },
+    /forward\.breaker\.threshold: expected a positive whole number, got 0/,
   );
   refused(
     { url: "http://127.0.0.1/", secret: SECRET, retyr: 3 } as ForwardConfig,
