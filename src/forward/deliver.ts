@@ -6,9 +6,11 @@ import {
   type TakenForward,
   takeForwards,
 } from "../ledger/forward-take.js";
+import { recordForwardsSent, type SentForward } from "../ledger/forward-sent.js";
 import type { Logger } from "../log.js";
 import { RefusedAddressError } from "../outbound/address.js";
 import { type EngineQueue, lostAttemptsError } from "../outbound/engine.js";
+import { grouped } from "../outbound/group.js";
 import { postOnce, retryAfterMs } from "../outbound/http.js";
 import { delayAfter } from "../worker/backoff.js";
 import { defaultBreaker, type ResolvedForward, standardHeaders } from "./destination.js";
@@ -56,6 +58,10 @@ export function forwardQueue(deps: ForwardQueueDeps): EngineQueue<TakenForward> 
   const sources = [...forwards.keys()];
   // The lease outlasts the longest call's timeout by 5 s (see outbox/deliver.ts): past it another process may call
   // again, under the same webhook-id, and only the newer attempt records.
+  const recordSent = grouped(
+    (sent: readonly SentForward[]) => recordForwardsSent(deps.db, deps.ledger, sent),
+    256,
+  );
   const leaseMs = Math.max(0, ...[...forwards.values()].map((f) => f.timeoutMs)) + 5_000;
   return {
     take: (limit) => takeForwards(deps.db, deps.ledger, { sources, limit, leaseMs }),
@@ -67,16 +73,17 @@ export function forwardQueue(deps: ForwardQueueDeps): EngineQueue<TakenForward> 
         : m.stale
           ? { kind: "stale" }
           : await attempt(forward, m, stop);
-      const breaker = forward?.breaker ?? defaultBreaker;
-      const recorded = await endForwardAttempt(deps.db, deps.ledger, m, end, breaker).catch(
-        (error: Error) => {
-          log.error(
-            { err: error.message, source: m.source, eventId: m.dedupeKey },
-            "could not record a forward",
-          );
-          return false;
-        },
-      );
+      const recording =
+        end.kind === "sent"
+          ? recordSent({ message: m, call: end.call })
+          : endForwardAttempt(deps.db, deps.ledger, m, end, forward?.breaker ?? defaultBreaker);
+      const recorded = await recording.catch((error: Error) => {
+        log.error(
+          { err: error.message, source: m.source, eventId: m.dedupeKey },
+          "could not record a forward",
+        );
+        return false;
+      });
       const fields = { source: m.source, eventId: m.dedupeKey, attempt: m.attempts };
       const status = "call" in end ? end.call.status : null;
       if (end.kind === "dead") log.error({ ...fields, err: end.call.error, status }, "forward dead");

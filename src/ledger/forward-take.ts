@@ -147,18 +147,6 @@ const recordAttempt = (s: string, from: string) => `attempt as (
   select $1::text, $2::text, $4::int, $5::int, $6::int, $7::text, $8::text from ${from}
 )`;
 
-const sentSql = statement(
-  "forward-sent",
-  (s) => `with ended as (
-  update ${s}.outbox set status = 'sent', sent_at = now(), last_error = null, last_status = $5::int
-  where ${fence} returning 1
-), ${recordAttempt(s, "ended")}, reset as (
-  update ${s}.forward_destinations set failures = 0, paused_until = null
-  where source = $1::text and failures > 0 and exists (select 1 from ended)
-)
-select count(*)::int as n from ended`,
-);
-
 // One failure more for the breaker: past the threshold the destination pauses, for longer with each failure.
 const failureCounted = (s: string, t: number) => `counted as (
   insert into ${s}.forward_destinations as d (source, failures) select $1::text, 1 from ended
@@ -218,16 +206,17 @@ const giveBackSql = statement(
 
 /**
  * Records how a taken forward's attempt ended, with its attempt row and the destination's breaker, fenced by the
- * attempt; returns false when the lease was lost (another attempt took the message), and nothing was written.
+ * attempt; returns false when the lease was lost (another attempt took the message), and nothing was written. A
+ * `sent` end is recorded in batches by `recordForwardsSent` (forward-sent.ts).
  *
  * @example
- * await endForwardAttempt(pool, ledger, taken, { kind: "sent", call }, breaker);
+ * await endForwardAttempt(pool, ledger, taken, { kind: "retry", inMs: 5000, call }, breaker);
  */
 export async function endForwardAttempt(
   db: Queryable,
   ledger: LedgerContext,
   m: TakenForward,
-  end: ForwardEnd,
+  end: Exclude<ForwardEnd, { kind: "sent" }>,
   breaker: BreakerPolicy,
 ): Promise<boolean> {
   const key = [m.source, m.dedupeKey, m.messageKey, m.attempts];
@@ -240,13 +229,11 @@ export async function endForwardAttempt(
   const call = [c.status, Math.round(c.ms), c.error, c.snippet];
   const counted = [breaker.threshold, breaker.pauseMs, breaker.maxPauseMs];
   const query =
-    end.kind === "sent"
-      ? { ...sentSql(ledger), values: [...key, ...call] }
-      : end.kind === "retry"
-        ? { ...retrySql(ledger), values: [...key, ...call, Math.round(end.inMs), ...counted] }
-        : end.kind === "dead"
-          ? { ...deadSql(ledger), values: [...key, ...call, ...counted] }
-          : { ...disableSql(ledger), values: [...key, ...call] };
+    end.kind === "retry"
+      ? { ...retrySql(ledger), values: [...key, ...call, Math.round(end.inMs), ...counted] }
+      : end.kind === "dead"
+        ? { ...deadSql(ledger), values: [...key, ...call, ...counted] }
+        : { ...disableSql(ledger), values: [...key, ...call] };
   const { rows } = await db.query<{ n: number }>(query);
   return (rows[0]?.n ?? 0) > 0;
 }
