@@ -1,12 +1,17 @@
 import { pathToFileURL } from "node:url";
 
 /** Faults planted on purpose, to prove the oracle fails when it must. */
-export type Plant = "none" | "duplicate" | "lose" | "reorder" | "resend";
+export type Plant = "none" | "duplicate" | "lose" | "reorder" | "resend" | "unordered";
+
+/** Every plant, for the runner's check of CHAOS_PLANT. */
+export const PLANTS: readonly Plant[] = ["none", "duplicate", "lose", "reorder", "resend", "unordered"];
 
 /** The app's schema: what the handler wrote, for the oracle to count. */
 export const APP_SCHEMA = "chaos_app";
 export const SOURCE = "chaos";
 export const SECRET = "whsec_chaos_secret";
+/** The Standard Webhooks secret the source's forwards are signed with, which the destination verifies. */
+export const FORWARD_SECRET = "whsec_Y2hhb3MtZm9yd2FyZC1zZWNyZXQtMzItYnl0ZXMh";
 
 /** The app's tables: every run of the handler (applied or skipped as stale) and each entity's state. */
 export const APP_DDL = `
@@ -38,11 +43,19 @@ export const DUPLICATE_TARGET = "evt_0";
  * - `reorder`: the guard's answer is ignored, so a stale version is applied over a newer one.
  * - `resend`: the outbox's sender ignores its idempotency key and sends a fresh one on every call, so a message
  *   whose answer was lost is applied again by the destination.
+ * - `unordered`: the source forwards with `ordering: "none"`, so an entity's older event can reach the
+ *   destination after a newer one.
  *
+ * The source also forwards every event to `forwardUrl` (`ordering: "entity"`), signed with {@link FORWARD_SECRET}.
  * An applied (fresh) event also sends `{ event: id }` with `ctx.outbox.send("remote", …)` to `destinationUrl`, and
  * one first attempt in ten throws after that send: rolled back, it must leave no message behind.
  */
-export function appConfig(distIndex: string, plant: Plant, destinationUrl: string): string {
+export function appConfig(
+  distIndex: string,
+  plant: Plant,
+  destinationUrl: string,
+  forwardUrl: string,
+): string {
   return `import { createPool, defineConfig, env, Handlers, httpSender, Outbox } from ${JSON.stringify(pathToFileURL(distIndex).href)};
 import { randomUUID } from "node:crypto";
 
@@ -63,7 +76,22 @@ const resend = async (message, { signal }) => {
 
 export default defineConfig({
   database: { url: env("DATABASE_URL") },
-  sources: [{ name: ${JSON.stringify(SOURCE)}, provider: "stripe", secrets: [${JSON.stringify(SECRET)}] }],
+  sources: [
+    {
+      name: ${JSON.stringify(SOURCE)},
+      provider: "stripe",
+      secrets: [${JSON.stringify(SECRET)}],
+      forward: {
+        url: ${JSON.stringify(forwardUrl)},
+        secret: ${JSON.stringify(FORWARD_SECRET)},
+        ordering: ${JSON.stringify(plant === "unordered" ? "none" : "entity")},
+        timeoutMs: 2000,
+        retry: { maxAttempts: 60, baseDelayMs: 100, maxDelayMs: 2000 },
+        // The storms open the breaker; pauses this short keep the run within its settle deadline.
+        breaker: { threshold: 10, pauseMs: 500, maxPauseMs: 2000 },
+      },
+    },
+  ],
   handlers: new Handlers().on(${JSON.stringify(SOURCE)}, "*", async (ctx) => {
     const { id, entity, attempt } = ctx.event;
     if (!entity) throw new Error("chaos events all carry an entity");

@@ -1,6 +1,7 @@
 // `npm run chaos`: one chaos run against the built package (docs/chaos.md). Exits 1 on any violation.
-// CHAOS_TIER=short|long, CHAOS_PLANT=none|duplicate|lose|reorder|resend, CHAOS_SEED=N, CHAOS_KEEP=1 (keep the logs).
-import type { Plant } from "./app-config.js";
+// CHAOS_TIER=short|long, CHAOS_PLANT=none|duplicate|lose|reorder|resend|unordered, CHAOS_SEED=N, CHAOS_KEEP=1 (keep
+// the logs).
+import { PLANTS, type Plant } from "./app-config.js";
 import { summary } from "./oracle.js";
 import { abortAll, type ChaosOptions, runChaos } from "./run.js";
 import { TIERS } from "./tiers.js";
@@ -8,10 +9,8 @@ import { TIERS } from "./tiers.js";
 const tierName = process.env.CHAOS_TIER ?? "short";
 const tier = TIERS[tierName];
 const plant = (process.env.CHAOS_PLANT ?? "none") as Plant;
-if (!tier || !["none", "duplicate", "lose", "reorder", "resend"].includes(plant)) {
-  console.error(
-    `CHAOS_TIER is short or long (${tierName}); CHAOS_PLANT is none|duplicate|lose|reorder|resend (${plant})`,
-  );
+if (!tier || !PLANTS.includes(plant)) {
+  console.error(`CHAOS_TIER is short or long (${tierName}); CHAOS_PLANT is ${PLANTS.join("|")} (${plant})`);
   process.exit(2);
 }
 const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);

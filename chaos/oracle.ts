@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { APP_SCHEMA, SOURCE } from "./app-config.js";
+import type { DestinationReport, Forwarded } from "./destination.js";
 import type { SentEvent } from "./provider.js";
 
 /** A ledger row, with its rank in the guard's order among its entity's events (version, then receipt order). */
@@ -31,9 +32,16 @@ export interface OutboxRow {
   readonly status: string;
 }
 
+/** One event's forward, as the ledger holds it at the end: `sent`, `stale` (skipped), pending or dead. */
+export interface ForwardRow {
+  readonly eventId: string;
+  readonly status: string;
+}
+
 /**
  * Everything the oracle judges: what was sent, what the database holds once the run is over, and what the outbound
- * destination applied (per event id, the idempotency keys it applied the event's message under).
+ * destination applied (per event id, the idempotency keys it applied the event's message under; the forwards in
+ * the order it applied them, and per event the `webhook-id`s it applied them under).
  */
 export interface Observed {
   readonly sent: readonly SentEvent[];
@@ -42,6 +50,9 @@ export interface Observed {
   readonly entities: readonly EntityState[];
   readonly outbox: readonly OutboxRow[];
   readonly destination: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly forwards: readonly ForwardRow[];
+  readonly forwarded: readonly Forwarded[];
+  readonly forwardKeys: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
 /** The oracle's findings: each list names the events (or entities) that broke one rule. */
@@ -71,6 +82,22 @@ export interface Verdict {
   readonly sentUncommitted: string[];
   /** Outbox messages not `sent` by the deadline (pending or dead). */
   readonly outboxUnsent: string[];
+  /** Forwards the destination applied (each `webhook-id` once). */
+  readonly forwardedCount: number;
+  /** Forwards recorded `stale`: not sent, a newer version of their entity went first. */
+  readonly forwardStale: number;
+  /** Events the destination applied under more than one `webhook-id`. */
+  readonly forwardTwice: string[];
+  /** Settled events whose forward is missing, or recorded `sent` but never applied by the destination. */
+  readonly forwardNever: string[];
+  /** Forwards the destination applied whose event has no forward recorded `sent` (a stale one sent, or none). */
+  readonly forwardUnexpected: string[];
+  /** Per entity, in the destination's order, a forward of a lower version after a higher one. */
+  readonly forwardOutOfOrder: string[];
+  /** Entities whose last forward applied is not of their highest version. */
+  readonly forwardBehind: string[];
+  /** Forwards neither `sent` nor `stale` by the deadline (pending or dead). */
+  readonly forwardUnsent: string[];
   readonly ok: boolean;
 }
 
@@ -133,6 +160,48 @@ export function judge(observed: Observed): Verdict {
     .filter((m) => m.status !== "sent")
     .map((m) => `${m.eventId} ${m.status}`);
 
+  // Forwards: each settled event's forward sent once (by webhook-id) or recorded stale; per entity the destination
+  // saw versions that never go down (equal versions may come in either order) and ended on the highest.
+  const forwardStatus = new Map(observed.forwards.map((f) => [f.eventId, f.status]));
+  const appliedForwards = new Set(observed.forwarded.map((f) => f.eventId));
+  const forwardTwice = [...observed.forwardKeys].filter(([, keys]) => keys.size > 1).map(([id]) => id);
+  const forwardNever = observed.ledger
+    .filter((r) => r.status === "settled")
+    .filter((r) => {
+      const status = forwardStatus.get(r.id);
+      return status === undefined || (status === "sent" && !appliedForwards.has(r.id));
+    })
+    .map((r) => `${r.id} ${forwardStatus.get(r.id) ?? "no forward"}`);
+  const forwardUnexpected = [...appliedForwards]
+    .filter((id) => forwardStatus.get(id) !== "sent")
+    .map((id) => `${id} ${forwardStatus.get(id) ?? "no forward"}`);
+  const forwardOutOfOrder: string[] = [];
+  const topForward = new Map<string, Forwarded>();
+  const lastForward = new Map<string, Forwarded>();
+  for (const f of observed.forwarded) {
+    const top = topForward.get(f.entity);
+    if (top && f.version < top.version)
+      forwardOutOfOrder.push(`${f.entity}: ${f.eventId} after ${top.eventId}`);
+    else topForward.set(f.entity, f);
+    lastForward.set(f.entity, f);
+  }
+  const versionOf = new Map(observed.sent.map((e) => [e.id, e.version]));
+  const highest = new Map<string, number>();
+  for (const row of observed.ledger) {
+    const version = versionOf.get(row.id);
+    if (row.entity === null || version === undefined) continue;
+    highest.set(row.entity, Math.max(highest.get(row.entity) ?? Number.NEGATIVE_INFINITY, version));
+  }
+  const forwardBehind = [...winners.keys()]
+    .filter((entity) => lastForward.get(entity)?.version !== highest.get(entity))
+    .map((entity) => {
+      const last = lastForward.get(entity);
+      return `${entity}: ${last ? `${last.eventId} (${versionOf.get(last.eventId)})` : "nothing"} below ${highest.get(entity)}`;
+    });
+  const forwardUnsent = observed.forwards
+    .filter((f) => f.status !== "sent" && f.status !== "stale")
+    .map((f) => `${f.eventId} ${f.status}`);
+
   const applied = observed.applications.filter((a) => !a.stale).length;
   const verdict = {
     sent: observed.sent.length,
@@ -150,6 +219,14 @@ export function judge(observed: Observed): Verdict {
     neverSent,
     sentUncommitted,
     outboxUnsent,
+    forwardedCount: observed.forwarded.length,
+    forwardStale: observed.forwards.filter((f) => f.status === "stale").length,
+    forwardTwice,
+    forwardNever,
+    forwardUnexpected,
+    forwardOutOfOrder,
+    forwardBehind,
+    forwardUnsent,
   };
   const ok = [
     lost,
@@ -163,6 +240,12 @@ export function judge(observed: Observed): Verdict {
     neverSent,
     sentUncommitted,
     outboxUnsent,
+    forwardTwice,
+    forwardNever,
+    forwardUnexpected,
+    forwardOutOfOrder,
+    forwardBehind,
+    forwardUnsent,
   ].every((l) => l.length === 0);
   return { ...verdict, ok };
 }
@@ -172,7 +255,7 @@ export async function observe(
   db: pg.Pool,
   schema: string,
   sent: readonly SentEvent[],
-  destination: ReadonlyMap<string, ReadonlySet<string>>,
+  destination: Pick<DestinationReport, "applied" | "forwarded" | "forwardKeys">,
 ): Promise<Observed> {
   const ledger = await db.query<LedgerRow>(
     `select dedupe_key as id, entity_id as entity, status, outcome, attempts,
@@ -188,7 +271,11 @@ export async function observe(
     `select id, event_id as "eventId" from ${APP_SCHEMA}.entities`,
   );
   const outbox = await db.query<OutboxRow>(
-    `select dedupe_key as "eventId", status from "${schema}".outbox where source = $1`,
+    `select dedupe_key as "eventId", status from "${schema}".outbox where source = $1 and sender <> 'forward'`,
+    [SOURCE],
+  );
+  const forwards = await db.query<ForwardRow>(
+    `select dedupe_key as "eventId", status from "${schema}".outbox where source = $1 and sender = 'forward'`,
     [SOURCE],
   );
   return {
@@ -197,7 +284,10 @@ export async function observe(
     applications: applications.rows,
     entities: entities.rows,
     outbox: outbox.rows,
-    destination,
+    destination: destination.applied,
+    forwards: forwards.rows,
+    forwarded: destination.forwarded,
+    forwardKeys: destination.forwardKeys,
   };
 }
 
@@ -217,6 +307,7 @@ export async function unsettled(db: pg.Pool, schema: string, sent: number): Prom
 export function summary(v: Verdict): string {
   const lines = [
     `sent ${v.sent} · ledger rows ${v.ledgerRows} · applied ${v.applied} · stale skips ${v.staleSkips}`,
+    `forwards applied ${v.forwardedCount} · recorded stale ${v.forwardStale}`,
   ];
   const checks: [string, string[]][] = [
     ["lost", v.lost],
@@ -230,6 +321,12 @@ export function summary(v: Verdict): string {
     ["effect never", v.neverSent],
     ["effect uncommitted", v.sentUncommitted],
     ["outbox unsent", v.outboxUnsent],
+    ["forward twice", v.forwardTwice],
+    ["forward never", v.forwardNever],
+    ["forward unexpected", v.forwardUnexpected],
+    ["forward out of order", v.forwardOutOfOrder],
+    ["forward behind", v.forwardBehind],
+    ["forward unsent", v.forwardUnsent],
   ];
   for (const [name, list] of checks) {
     const examples = list.length > 0 ? `  e.g. ${list.slice(0, 5).join(", ")}` : "";

@@ -39,7 +39,7 @@ export interface ChaosResult {
   readonly providerStatuses: Readonly<Record<number, number>>;
   readonly undelivered: number;
   /** What the outbound destination saw. */
-  readonly destination: Omit<DestinationReport, "applied">;
+  readonly destination: Omit<DestinationReport, "applied" | "forwarded" | "forwardKeys">;
   /** Phases' wall times in ms. */
   readonly timings: { readonly setup: number; readonly deliver: number; readonly settle: number };
   readonly dir: string;
@@ -112,7 +112,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const config = join(dir, "hookledger.config.mjs");
     // Its own generator, so the faults' and the provider's draws stay those of the seed without an outbound side.
     destination = await startDestination(seededRandom(options.seed + 1));
-    await writeFile(config, appConfig(join(ROOT, "dist/index.js"), options.plant, destination.url));
+    await writeFile(
+      config,
+      appConfig(join(ROOT, "dist/index.js"), options.plant, destination.url, destination.forwardUrl),
+    );
     const logDir = join(dir, "logs");
     await mkdir(logDir);
     const ports = await Promise.all(Array.from({ length: options.receivers }, freePort));
@@ -171,8 +174,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const settleMs = Date.now() - settleStart;
     note(settledInTime ? `settled in ${settleMs} ms` : `not settled within ${options.settleDeadlineMs} ms`);
 
-    const { applied, ...outbound } = destination.report();
-    const observed = await observe(a, SCHEMA, sent, applied);
+    const { applied, forwarded, forwardKeys, ...outbound } = destination.report();
+    const observed = await observe(a, SCHEMA, sent, { applied, forwarded, forwardKeys });
     const verdict = judge(observed);
     const statuses: Record<number, number> = { ...report.statuses };
     for (const [s, n] of Object.entries(lateReport.statuses))

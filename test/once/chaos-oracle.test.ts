@@ -27,6 +27,9 @@ test("a clean small run passes", async (t) => {
     verdict.applied > 0 && verdict.outboxUnsent.length === 0,
     "every applied event's message was sent",
   );
+  assert.ok(verdict.forwardedCount > 0, "events were forwarded");
+  // The late event is older than everything its entity forwarded: it is recorded stale, never sent.
+  assert.ok(verdict.forwardStale >= 1, "the run exercises the forwards' stale skip");
 });
 
 test("an event applied twice (outside ctx.tx, then failed) is reported duplicated", async (t) => {
@@ -67,5 +70,21 @@ test("an outbox sender that ignores its idempotency key is reported applying sid
   assert.deepEqual(
     [verdict.lost, verdict.duplicated, verdict.neverSent, verdict.sentUncommitted],
     [[], [], [], []],
+  );
+});
+
+test("a source forwarding without per-entity order is reported delivering an older version after a newer one", async (t) => {
+  const { verdict } = await small("unordered");
+  for (const line of summary(verdict).split("\n")) t.diagnostic(line);
+  assert.equal(verdict.ok, false);
+  // Unordered, the late event (older than everything sub_0 saw) is forwarded after the rest, not skipped.
+  assert.ok(
+    verdict.forwardOutOfOrder.some((line) => line.startsWith("sub_0: evt_late after")),
+    verdict.forwardOutOfOrder.join(),
+  );
+  assert.ok(verdict.forwardBehind.some((line) => line.startsWith("sub_0: evt_late")));
+  assert.deepEqual(
+    [verdict.lost, verdict.duplicated, verdict.forwardTwice, verdict.forwardNever, verdict.forwardUnexpected],
+    [[], [], [], [], []],
   );
 });
