@@ -13,6 +13,7 @@ import {
   listForwardAttempts,
   listForwardDestinations,
   listOutbox,
+  replayStripe,
   retryEvents,
   retryOutbox,
   silentLogger,
@@ -21,6 +22,7 @@ import pg from "pg";
 import { Webhook } from "standardwebhooks";
 import { type Answer, type Received, startAlertReceiver } from "../helpers/alert-receiver.js";
 import { testDatabaseUrl, waitFor } from "../helpers/db.js";
+import { fakeEvent, startFakeStripe } from "../helpers/fake-stripe.js";
 import { serve, stripeBody, stripeHeaders } from "../helpers/http.js";
 
 const url = testDatabaseUrl();
@@ -330,6 +332,35 @@ test("forward: retryEvents of forwarded events sends a dead forward again under 
       "one webhook-id across the requeue",
     );
   } finally {
+    await s.close();
+  }
+});
+
+test("forward: replayStripe of a forwarding source forwards the missed event once, the delivered ones never again", async () => {
+  const s = await forwarding(() => 200);
+  const events = [fakeEvent("evt_r1", 300), fakeEvent("evt_r2", 200), fakeEvent("evt_r3", 100)];
+  const stripe = await startFakeStripe(events);
+  try {
+    for (const id of ["evt_r1", "evt_r3"]) assert.equal((await s.post(id)).status, 200);
+    await waitFor("two forwards sent", async () => s.destination.received.length >= 2);
+    const report = await replayStripe({
+      source: "stripe",
+      api: { apiKey: "sk_test_fake", apiBase: stripe.url, maxRetries: 1, rateLimitDelayMs: 10 },
+      since: new Date(Date.now() - 3_600_000),
+      ledger: { db: admin, ledger: ledgerContext(s.schema) },
+    });
+    assert.deepEqual([report.fetched, report.new, report.duplicate], [3, 1, 2]);
+    await waitFor("the replayed event forwarded", async () => s.destination.received.length >= 3);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(s.destination.received.map(eventIdOf).sort(), ["evt_r1", "evt_r2", "evt_r3"]);
+    const replayed = s.destination.received.find((r) => eventIdOf(r) === "evt_r2");
+    assert.deepEqual(
+      JSON.parse(replayed?.body ?? "{}"),
+      events[1],
+      "the replayed bytes, as Stripe's API gave them",
+    );
+  } finally {
+    await stripe.close();
     await s.close();
   }
 });
