@@ -1,9 +1,11 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 import type { ForwardCall, TakenForward } from "./forward-take.js";
+import { wakeWaiting } from "./forward-wake.js";
 
 // The `sent` end of many forwards in one statement: each update is fenced by its own attempt (as forward-take.ts's
 // single ends), and the statement returns the ones it recorded. One commit for a batch instead of one per delivery
-// roughly halves Postgres's work per forwarded event (docs/benchmarks.md, "Forwarding").
+// roughly halves Postgres's work per forwarded event (docs/benchmarks.md, "Forwarding"). The messages waiting behind
+// the ones sent are woken.
 const sentManySql = statement(
   "forward-sent-many",
   (s) => `with input as (
@@ -14,8 +16,8 @@ const sentManySql = statement(
   from input i
   where o.source = i.source and o.dedupe_key = i.dedupe_key and o.message_key = i.message_key
     and o.attempts = i.attempt and o.status = 'pending'
-  returning o.source, o.dedupe_key, o.message_key, i.attempt, i.status, i.ms, i.snippet
-), attempt as (
+  returning o.source, o.dedupe_key, o.message_key, o.ordering_key, i.attempt, i.status, i.ms, i.snippet
+), ${wakeWaiting(s, "ended")}, attempt as (
   insert into ${s}.forward_attempts (source, dedupe_key, attempt, status, ms, error, snippet)
   select source, dedupe_key, attempt, status, ms, null, snippet from ended
 ), reset as (

@@ -1,5 +1,6 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
 import { FORWARD_SENDER } from "./forward-write.js";
+import { WAIT_DEFER_MS, wakeWaiting } from "./forward-wake.js";
 import { fence } from "./outbox-take.js";
 
 /**
@@ -32,34 +33,44 @@ export interface TakenForward {
 // yet), so events that arrived in order are delivered in order whatever order the worker ran them in. Waiting is
 // not an attempt. A taken ordered message whose entity already had a newer version delivered is `stale`: recorded,
 // not sent.
+// Looked at per take: the `limit` wanted and this many more, so that a take's work is bounded whatever the backlog.
+const LOOK_AHEAD = 100;
+
 const takeSql = statement(
   "forward-take",
-  (s) => `update ${s}.outbox o
-set attempts = o.attempts + 1, next_attempt_at = now() + $3::bigint * interval '1 millisecond'
-from (
-  select q.source, q.dedupe_key, q.message_key from ${s}.outbox q
+  (s) => `with look as (
+  select q.source, q.dedupe_key, q.message_key, q.next_attempt_at,
+    q.ordering_key is null or (not exists (
+      select 1 from ${s}.outbox e
+      where e.source = q.source and e.ordering_key = q.ordering_key and e.ordering_key is not null
+        and e.status = 'pending'
+        and (e.attempts = 0, e.ordering_version, e.seq) < (q.attempts = 0, q.ordering_version, q.seq)
+    ) and not exists (
+      select 1 from ${s}.events ev
+      where ev.entity_type = q.ordering_key::jsonb ->> 0 and ev.entity_id = q.ordering_key::jsonb ->> 1
+        and ev.entity_id is not null and ev.received_at < q.event_received_at
+        and ev.source = q.source and ev.status in ('pending', 'failed')
+    )) as free
+  from ${s}.outbox q
   where q.status = 'pending' and q.next_attempt_at <= now() and q.sender = '${FORWARD_SENDER}'
     and q.source = any($1::text[])
     and not exists (
       select 1 from ${s}.forward_destinations d
       where d.source = q.source and (d.disabled_at is not null or d.paused_until > now())
     )
-    and (q.ordering_key is null or not exists (
-      select 1 from ${s}.outbox e
-      where e.source = q.source and e.ordering_key = q.ordering_key and e.ordering_key is not null
-        and e.status = 'pending'
-        and (e.attempts = 0, e.ordering_version, e.seq) < (q.attempts = 0, q.ordering_version, q.seq)
-    ))
-    and (q.ordering_key is null or not exists (
-      select 1 from ${s}.events ev
-      where ev.entity_type = q.ordering_key::jsonb ->> 0 and ev.entity_id = q.ordering_key::jsonb ->> 1
-        and ev.entity_id is not null and ev.received_at < q.event_received_at
-        and ev.source = q.source and ev.status in ('pending', 'failed')
-    ))
   order by q.next_attempt_at
-  limit $2::int
+  limit $2::int + ${LOOK_AHEAD}
   for update skip locked
-) p
+), chosen as (
+  select source, dedupe_key, message_key from look where free order by next_attempt_at limit $2::int
+), deferred as (
+  update ${s}.outbox d set next_attempt_at = now() + ${WAIT_DEFER_MS} * interval '1 millisecond'
+  from look l
+  where not l.free and d.source = l.source and d.dedupe_key = l.dedupe_key and d.message_key = l.message_key
+)
+update ${s}.outbox o
+set attempts = o.attempts + 1, next_attempt_at = now() + $3::bigint * interval '1 millisecond'
+from chosen p
 where o.source = p.source and o.dedupe_key = p.dedupe_key and o.message_key = p.message_key
 returning o.source, o.dedupe_key, o.message_key, o.idempotency_key, o.payload, o.body, o.attempts,
   o.ordering_key is not null and exists (
@@ -171,8 +182,8 @@ const deadSql = statement(
   "forward-dead",
   (s) => `with ended as (
   update ${s}.outbox set status = 'dead', last_error = $7::text, last_status = $5::int
-  where ${fence} returning 1
-), ${recordAttempt(s, "ended")}, ${failureCounted(s, 9)}
+  where ${fence} returning source, ordering_key
+), ${recordAttempt(s, "ended")}, ${failureCounted(s, 9)}, ${wakeWaiting(s, "ended")}
 select count(*)::int as n from ended`,
 );
 
@@ -193,10 +204,11 @@ select count(*)::int as n from ended`,
 
 const staleSql = statement(
   "forward-stale",
-  (
-    s,
-  ) => `update ${s}.outbox set status = 'stale', last_error = 'a newer version of its entity was delivered first'
-where ${fence}`,
+  (s) => `with ended as (
+  update ${s}.outbox set status = 'stale', last_error = 'a newer version of its entity was delivered first'
+  where ${fence} returning source, ordering_key
+), ${wakeWaiting(s, "ended")}
+select count(*)::int as n from ended`,
 );
 
 const giveBackSql = statement(
@@ -220,10 +232,13 @@ export async function endForwardAttempt(
   breaker: BreakerPolicy,
 ): Promise<boolean> {
   const key = [m.source, m.dedupeKey, m.messageKey, m.attempts];
-  if (end.kind === "given-back" || end.kind === "stale") {
-    const sql = end.kind === "stale" ? staleSql : giveBackSql;
-    const { rowCount } = await db.query({ ...sql(ledger), values: key });
+  if (end.kind === "given-back") {
+    const { rowCount } = await db.query({ ...giveBackSql(ledger), values: key });
     return (rowCount ?? 0) > 0;
+  }
+  if (end.kind === "stale") {
+    const { rows } = await db.query<{ n: number }>({ ...staleSql(ledger), values: key });
+    return (rows[0]?.n ?? 0) > 0;
   }
   const c = end.call;
   const call = [c.status, Math.round(c.ms), c.error, c.snippet];

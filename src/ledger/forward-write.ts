@@ -1,4 +1,5 @@
 import { type LedgerContext, type Queryable, statement } from "./context.js";
+import { wakeWaiting } from "./forward-wake.js";
 import { outboxIdempotencyKey } from "./outbox-write.js";
 
 /** The outbox sender of forwarded events, and the message key of an event's forward (user keys never start with `#`). */
@@ -12,7 +13,8 @@ export const forwardChannel = (ledger: LedgerContext): string => `${ledger.schem
 // receipt time narrows the copy to the body's partition; pg gives it to Node truncated to the millisecond (and a
 // float's rounding may take one more off), so the range is a few milliseconds wide: one event has one body. An
 // event that runs again (a requeue) meets its forward: a dead one is due again with its attempts reset, a pending
-// or sent one is left alone (sent once in effect).
+// or sent one is left alone (sent once in effect). Its entity's messages deferred while they waited for this event
+// are woken (forward-take.ts).
 const writeSql = statement(
   "forward-write",
   (s) => `with body as (
@@ -33,7 +35,9 @@ const writeSql = statement(
     set status = 'pending', attempts = 0, next_attempt_at = now(), last_error = null, last_status = null
     where o.status = 'dead'
   returning 1
-)
+), entity as (
+  select $1::text as source, $7::text as ordering_key from written
+), ${wakeWaiting(s, "entity")}
 select (select count(*) from body)::int as found, (select pg_notify($8::text, '') from written) is not null as written`,
 );
 
