@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { hookledgerServe, naive, rawHmac } from "./contenders/http.js";
 import { forwarding } from "./contenders/forward.js";
+import { forwardLatency } from "./contenders/forward-latency.js";
 import { findPgbench, pgbench } from "./contenders/pgbench.js";
 import { runRounds } from "./contenders/rounds.js";
 import { runScale } from "./contenders/scale.js";
@@ -43,6 +44,7 @@ const ALL: readonly Contender[] = [
   hookledgerWorkerDefault,
   hookledgerWorkerAdvance,
   forwarding,
+  forwardLatency,
 ];
 
 let cleaning: Promise<void> | undefined;

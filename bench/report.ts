@@ -53,6 +53,8 @@ export const ROWS = {
   forwardCeiling: "forward: destination ceiling",
   forwardLoop: "forward: fetch loop c32",
   forward: "forward: hookledger",
+  forwardLatency: "forward latency: all entities healthy",
+  forwardLatencyFailing: "forward latency: 1 % of entities failing",
 } as const;
 
 /**
@@ -87,6 +89,7 @@ export function summarize(results: readonly RunResult[]): SummaryRow[] {
   });
 }
 
+// The ratio of two rows' medians: rates must reach `goal` (≥), p99 latencies stay within it (≤).
 function ratioTarget(
   rows: readonly SummaryRow[],
   results: readonly RunResult[],
@@ -95,22 +98,25 @@ function ratioTarget(
   top: string,
   bottom: string,
   goal: number,
+  of: "perSecond" | "p99" = "perSecond",
 ): TargetResult {
   const a = rows.find((r) => r.name === top);
   const b = rows.find((r) => r.name === bottom);
-  const base = { id, what, goal: `≥ ${goal}×` };
+  const atMost = of === "p99";
+  const base = { id, what, goal: `${atMost ? "≤" : "≥"} ${goal}×` };
   if (!a || !b) return { ...base, measured: "-", verdict: "NOT RUN" };
   if (a.validRounds === 0 || b.validRounds === 0) return { ...base, measured: "-", verdict: "INVALID" };
-  const ratio = a.perSecond / b.perSecond;
+  const ratio = a[of] / b[of];
   const perRound: number[] = [];
   for (const ra of results.filter((r) => r.name === top && r.valid)) {
     const rb = results.find((r) => r.name === bottom && r.valid && r.round === ra.round);
-    if (rb) perRound.push(ra.perSecond / rb.perSecond);
+    if (rb) perRound.push((ra[of] ?? Number.NaN) / (rb[of] ?? Number.NaN));
   }
+  const unit = atMost ? " ms" : "";
   return {
     ...base,
-    measured: `${ratio.toFixed(2)}× (${fmt(a.perSecond, 0)} / ${fmt(b.perSecond, 0)})`,
-    verdict: ratio >= goal ? "PASS" : "FAIL",
+    measured: `${ratio.toFixed(2)}× (${fmt(a[of], 0)} / ${fmt(b[of], 0)}${unit})`,
+    verdict: (atMost ? ratio <= goal : ratio >= goal) ? "PASS" : "FAIL",
     perRound,
   };
 }
@@ -149,6 +155,16 @@ export function judge(
     ratioTarget(rows, results, "P3", "worker c10 ÷ graphile-worker c10", ROWS.worker, ROWS.graphile, 2),
     ratioTarget(rows, results, "F1", "forward ÷ destination ceiling", ROWS.forward, ROWS.forwardCeiling, 0.8),
     ratioTarget(rows, results, "F1", "forward ÷ fetch loop c32", ROWS.forward, ROWS.forwardLoop, 1),
+    ratioTarget(
+      rows,
+      results,
+      "F2",
+      "forward p99, 1 % failing ÷ all healthy",
+      ROWS.forwardLatencyFailing,
+      ROWS.forwardLatency,
+      2,
+      "p99",
+    ),
     {
       id: "P4",
       what: "peak RSS of serve --no-worker (this run)",

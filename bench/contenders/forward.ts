@@ -25,7 +25,8 @@ interface Count {
   distinct: number;
 }
 
-function child(ctx: RunContext, script: string, env: NodeJS.ProcessEnv, label: string): ChildProcess {
+/** A peer of the forwarding benches (bench/peers/`script`), with the bench's knobs in its environment. */
+export function child(ctx: RunContext, script: string, env: NodeJS.ProcessEnv, label: string): ChildProcess {
   return spawnChild(process.execPath, ["--import", "tsx", join(ctx.root, "bench", "peers", script)], {
     env: {
       ...process.env,
@@ -39,6 +40,37 @@ function child(ctx: RunContext, script: string, env: NodeJS.ProcessEnv, label: s
     logFile: join(ctx.logDir, `${label}-r${ctx.round}.log`),
     ipc: true,
   });
+}
+
+/** Runs `use` with the destination (bench/peers/destination.ts) started, and its URL; stops it after. */
+export async function withDestination<T>(
+  ctx: RunContext,
+  label: string,
+  use: (destination: ChildProcess, url: string) => Promise<T>,
+): Promise<T> {
+  const destination = child(ctx, "destination.ts", {}, label);
+  try {
+    const { port } = await nextMessage<{ phase: string; port: number }>(
+      destination,
+      (m) => m.phase === "ready",
+      30_000,
+      "destination start",
+    );
+    return await use(destination, `http://127.0.0.1:${port}/hooks`);
+  } finally {
+    destination.send({ cmd: "stop" });
+    await stopChild(destination);
+  }
+}
+
+/** Empties the destination's counts; `options` may ask it to record arrivals and to fail some entities. */
+export async function resetDestination(
+  destination: ChildProcess,
+  options: { failEvery?: number; entities?: number; record?: boolean } = {},
+): Promise<void> {
+  const reset = nextMessage(destination, (m) => m.phase === "reset", 10_000, "destination reset");
+  destination.send({ cmd: "reset", ...options });
+  await reset;
 }
 
 async function count(destination: ChildProcess): Promise<Count> {
@@ -56,9 +88,7 @@ async function deliver(
   env: NodeJS.ProcessEnv,
 ): Promise<RunResult> {
   const { events } = ctx.env;
-  const reset = nextMessage(destination, (m) => m.phase === "reset", 10_000, "destination reset");
-  destination.send({ cmd: "reset" });
-  await reset;
+  await resetDestination(destination);
   const peer = child(ctx, script, env, name.replace(/[^a-z0-9]+/gi, "-").toLowerCase());
   let cpu: CpuTracker | undefined;
   try {
@@ -110,54 +140,45 @@ export const forwarding: Contender = {
     [ROWS.forwardLoop, "events/s"],
     [ROWS.forward, "events/s"],
   ],
-  async run(ctx) {
-    const destination = child(ctx, "destination.ts", {}, "forward-destination");
-    const schemas: string[] = [];
-    try {
-      const { port } = await nextMessage<{ phase: string; port: number }>(
-        destination,
-        (m) => m.phase === "ready",
-        30_000,
-        "destination start",
-      );
-      const url = `http://127.0.0.1:${port}/hooks`;
-      const fresh = async (tag: string) => {
-        const schema = await freshSchema(ctx.admin, tag, false);
-        schemas.push(schema);
-        return schema;
-      };
-      const rows: RunResult[] = [];
-      rows.push(
-        await deliver(ctx, destination, ROWS.forwardCeiling, "fetch-loop.ts", {
-          BENCH_SCHEMA: await fresh("fwc"),
+  run: (ctx) =>
+    withDestination(ctx, "forward-destination", async (destination, url) => {
+      const schemas: string[] = [];
+      try {
+        const fresh = async (tag: string) => {
+          const schema = await freshSchema(ctx.admin, tag, false);
+          schemas.push(schema);
+          return schema;
+        };
+        const rows: RunResult[] = [];
+        rows.push(
+          await deliver(ctx, destination, ROWS.forwardCeiling, "fetch-loop.ts", {
+            BENCH_SCHEMA: await fresh("fwc"),
+            BENCH_FORWARD_URL: url,
+            BENCH_CEILING: "1",
+          }),
+        );
+        rows.push(
+          await deliver(ctx, destination, ROWS.forwardLoop, "fetch-loop.ts", {
+            BENCH_SCHEMA: await fresh("fwl"),
+            BENCH_FORWARD_URL: url,
+          }),
+        );
+        const schema = await fresh("fwh");
+        const hookledger = await deliver(ctx, destination, ROWS.forward, "hookledger-worker.ts", {
+          BENCH_SCHEMA: schema,
+          BENCH_STRIPE_SECRET: benchSecret(),
           BENCH_FORWARD_URL: url,
-          BENCH_CEILING: "1",
-        }),
-      );
-      rows.push(
-        await deliver(ctx, destination, ROWS.forwardLoop, "fetch-loop.ts", {
-          BENCH_SCHEMA: await fresh("fwl"),
-          BENCH_FORWARD_URL: url,
-        }),
-      );
-      const schema = await fresh("fwh");
-      const hookledger = await deliver(ctx, destination, ROWS.forward, "hookledger-worker.ts", {
-        BENCH_SCHEMA: schema,
-        BENCH_STRIPE_SECRET: benchSecret(),
-        BENCH_FORWARD_URL: url,
-        BENCH_FORWARD_SECRET: `whsec_${randomBytes(32).toString("base64")}`,
-      });
-      const { rows: left } = await ctx.admin.query<{ pending: boolean }>(backlogPendingSql(schema));
-      rows.push(
-        left[0]?.pending
-          ? { ...hookledger, valid: false, problems: [...hookledger.problems, "events still pending"] }
-          : hookledger,
-      );
-      return rows;
-    } finally {
-      destination.send({ cmd: "stop" });
-      await stopChild(destination);
-      for (const schema of schemas) await dropSchema(ctx.admin, schema);
-    }
-  },
+          BENCH_FORWARD_SECRET: `whsec_${randomBytes(32).toString("base64")}`,
+        });
+        const { rows: left } = await ctx.admin.query<{ pending: boolean }>(backlogPendingSql(schema));
+        rows.push(
+          left[0]?.pending
+            ? { ...hookledger, valid: false, problems: [...hookledger.problems, "events still pending"] }
+            : hookledger,
+        );
+        return rows;
+      } finally {
+        for (const schema of schemas) await dropSchema(ctx.admin, schema);
+      }
+    }),
 };

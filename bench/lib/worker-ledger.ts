@@ -14,6 +14,33 @@ import type pg from "pg";
 import { guardedUpsert } from "../peers/app-table.js";
 import { CREATED_BASE, stripeBody, workerEvent } from "./stripe.js";
 
+/**
+ * Claims one bench Stripe event as the edge would (claimEvent, public: docs/library-mode.md); throws unless it is
+ * new. `notify`: the claim's NOTIFY, which wakes the workers.
+ *
+ * @example
+ * await claimBenchEvent(client, ledgerContext(schema), body, true);
+ */
+export async function claimBenchEvent(
+  client: Parameters<typeof claimEvent>[0],
+  ledger: ReturnType<typeof ledgerContext>,
+  body: Buffer,
+  notify: boolean,
+): Promise<void> {
+  const parsed = stripeEventFromJson(JSON.parse(body.toString("utf8")) as Record<string, unknown>);
+  if (!parsed.ok) throw new Error(`a bench event does not parse: ${parsed.reason}`);
+  const claimed = await claimEvent(client, ledger, {
+    source: "stripe",
+    event: parsed.event,
+    body,
+    headers: { "content-type": "application/json" },
+    secretIndex: 0,
+    arrivedVia: "delivery",
+    notify,
+  });
+  if (claimed.status !== "accepted") throw new Error(`${parsed.event.dedupeKey} was a ${claimed.status}`);
+}
+
 /** What {@link claimBacklog} fills. */
 export interface BacklogOptions {
   readonly connectionString: string;
@@ -51,19 +78,7 @@ export async function claimBacklog(options: BacklogOptions): Promise<void> {
         await client.query("begin");
         for (let i = from; i < Math.min(from + 500, options.events); i++) {
           const fields = workerEvent(i, options.entities, CREATED_BASE);
-          const body = Buffer.from(stripeBody(fields, options.bodyBytes));
-          const parsed = stripeEventFromJson(JSON.parse(body.toString("utf8")) as Record<string, unknown>);
-          if (!parsed.ok) throw new Error(`event ${i} does not parse: ${parsed.reason}`);
-          const claimed = await claimEvent(client, ledger, {
-            source: "stripe",
-            event: parsed.event,
-            body,
-            headers: { "content-type": "application/json" },
-            secretIndex: 0,
-            arrivedVia: "delivery",
-            notify: false,
-          });
-          if (claimed.status !== "accepted") throw new Error(`event ${i} was a ${claimed.status}`);
+          await claimBenchEvent(client, ledger, Buffer.from(stripeBody(fields, options.bodyBytes)), false);
         }
         await client.query("commit");
       }
