@@ -53,18 +53,68 @@ async function postgresAccount(): Promise<Account> {
  * Initialises and starts a cluster under `dir` (which must exist and, as root, be enterable by the `postgres` OS
  * user: Postgres refuses to run as root, so as root every binary runs as that user).
  */
-export async function startCluster(dir: string, port: number): Promise<Cluster> {
+export async function startCluster(dir: string, port: number, name = "pg"): Promise<Cluster> {
+  return start(dir, port, name, (data, account) =>
+    run(
+      join(PG_BIN, "initdb"),
+      ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
+      account,
+    ),
+  );
+}
+
+/** A streaming standby of the cluster on `primaryPort` (pg_basebackup -R), started on `port`; `promote()` ends its recovery. */
+export async function startStandby(
+  dir: string,
+  primaryPort: number,
+  port: number,
+  name = "standby",
+): Promise<Cluster & { promote(): Promise<void> }> {
+  let data = "";
+  let account: Account | undefined;
+  const cluster = await start(dir, port, name, async (d, a) => {
+    data = d;
+    account = a;
+    await run(
+      join(PG_BIN, "pg_basebackup"),
+      [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String(primaryPort),
+        "-U",
+        "postgres",
+        "-D",
+        d,
+        "-R",
+        "-X",
+        "stream",
+        "--no-sync",
+      ],
+      a,
+    );
+  });
+  return {
+    ...cluster,
+    promote: async () => {
+      await run(join(PG_BIN, "pg_ctl"), ["-D", data, "promote", "-w", "-t", "60"], account);
+    },
+  };
+}
+
+async function start(
+  dir: string,
+  port: number,
+  name: string,
+  make: (data: string, account: Account | undefined) => Promise<unknown>,
+): Promise<Cluster> {
   const account = userInfo().uid === 0 ? await postgresAccount() : undefined;
-  const home = join(dir, "pg");
+  const home = join(dir, name);
   await mkdir(home, { mode: 0o700 });
   if (account) await chown(home, account.uid, account.gid);
   const data = join(home, "data");
   const pgLog = join(home, "server.log");
-  await run(
-    join(PG_BIN, "initdb"),
-    ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
-    account,
-  );
+  await make(data, account);
   // fsync off: the faults are process crashes (the kernel keeps what was written), never a power cut.
   const serverOptions = [
     `-p ${port}`,

@@ -1,3 +1,4 @@
+import { databaseAddress } from "../db/wait.js";
 /** A CLI failure the user can fix: printed as `hookledger[ command]: <message>` without a stack trace. */
 export class CliError extends Error {
   constructor(
@@ -28,7 +29,7 @@ export function databaseFailure(error: unknown, connectionString?: string): CliE
   const first = (error instanceof AggregateError ? error.errors[0] : error) as Failure | undefined;
   if (!(first instanceof Error)) return undefined;
   const code = first.code ?? (error as Failure).code;
-  const at = serverOf(connectionString) ?? serverFromError(first);
+  const at = databaseAddress(connectionString) ?? serverFromError(first);
   const where = at ? `Postgres at ${at}` : "Postgres";
   const reason = reasonOf(code, first.message, first.hostname);
   if (reason === undefined) return undefined;
@@ -77,13 +78,6 @@ function reasonOf(
     return { text: "the server closed the connection" };
   }
   return undefined;
-}
-
-function serverOf(connectionString: string | undefined): string | undefined {
-  if (connectionString === undefined || !URL.canParse(connectionString)) return undefined;
-  const url = new URL(connectionString);
-  const database = decodeURIComponent(url.pathname.replace(/^\//, ""));
-  return `${url.hostname || "localhost"}:${url.port || "5432"}${database ? `/${database}` : ""}`;
 }
 
 function serverFromError(error: Failure): string | undefined {

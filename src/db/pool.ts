@@ -1,5 +1,6 @@
 import type PgTypes from "pg";
 import { pg } from "../deps.js";
+import { hostListClient, parseHostList } from "./hosts.js";
 
 /** A `pg` pool; hookledger uses its own pools or the app's (library mode). */
 export type Pool = PgTypes.Pool;
@@ -29,6 +30,12 @@ export interface CreatePoolOptions {
    * @defaultValue 1000 for ingest (the edge answers 503 within 2 s), 5000 otherwise
    */
   readonly connectTimeoutMs?: number;
+  /**
+   * With several hosts in the URL (`postgres://db1,db2/app?target_session_attrs=read-write`, as libpq reads it),
+   * called with `host:port` each time new connections go to another host (a failover).
+   * @example (to) => log.warn({ to }, "database host switched")
+   */
+  readonly onHostSwitch?: (to: string) => void;
 }
 
 // Pools made by createPool, whose sessions carry the settings the claim rests on; any other pool (library mode)
@@ -69,8 +76,10 @@ export function createPool(options: CreatePoolOptions): Pool {
     // million-event ledger (docs/benchmarks.md, "The dashboard on a million events").
     settings.push("jit=off");
   }
+  const hosts = parseHostList(options.connectionString);
   const pool = new (pg().Pool)({
-    connectionString: options.connectionString,
+    connectionString: hosts?.url ?? options.connectionString,
+    ...(hosts && { Client: hostListClient(hosts, options.onHostSwitch) }),
     max: options.max ?? (options.role === "ingest" ? 10 : 5),
     options: settings.map((s) => `-c ${s}`).join(" "),
     keepAlive: true,

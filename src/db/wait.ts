@@ -1,4 +1,5 @@
 import type { Logger } from "../log.js";
+import { type HostList, parseHostList } from "./hosts.js";
 
 type Failure = Error & { code?: string };
 
@@ -61,9 +62,17 @@ export function waitReason(error: unknown): string {
  *
  * @example
  * databaseAddress("postgres://app:secret@db:5432/shop"); // "db:5432/shop"
+ * databaseAddress("postgres://app@db1,db2:5433/shop"); // "db1:5432,db2:5433/shop"
  */
 export function databaseAddress(connectionString: string | undefined): string | undefined {
-  if (connectionString === undefined || !URL.canParse(connectionString)) return undefined;
+  if (connectionString === undefined) return undefined;
+  const list = safeHostList(connectionString);
+  if (list) {
+    const first = databaseAddress(list.url) ?? "";
+    const database = first.slice(first.indexOf("/"));
+    return `${list.hosts.map((h) => `${h.host}:${h.port}`).join(",")}${first.includes("/") ? database : ""}`;
+  }
+  if (!URL.canParse(connectionString)) return undefined;
   const url = new URL(connectionString);
   const database = decodeURIComponent(url.pathname.replace(/^\//, ""));
   return `${url.hostname || "localhost"}:${url.port || "5432"}${database ? `/${database}` : ""}`;
@@ -139,4 +148,12 @@ export function pause(ms: number, signal: AbortSignal | undefined): Promise<void
     const timer = setTimeout(done, ms);
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+function safeHostList(connectionString: string): HostList | undefined {
+  try {
+    return parseHostList(connectionString);
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,7 @@
 import type PgTypes from "pg";
 import { pg } from "../deps.js";
 import type { Logger } from "../log.js";
+import { hostListClient, parseHostList } from "../db/hosts.js";
 import { quoteIdent } from "../db/pool.js";
 
 /** Wakes idle worker slots early; polling keeps running, so a lost notification only costs latency. */
@@ -42,13 +43,17 @@ export function listenForClaims(options: {
     sleepers.clear();
   };
 
+  const hosts =
+    typeof options.connectionString === "string" ? parseHostList(options.connectionString) : undefined;
+  const base =
+    typeof options.connectionString === "string"
+      ? { connectionString: hosts?.url ?? options.connectionString }
+      : options.connectionString;
+  const Client = hosts ? hostListClient(hosts) : pg().Client;
+
   const connect = async () => {
     if (closed) return;
-    const base =
-      typeof options.connectionString === "string"
-        ? { connectionString: options.connectionString }
-        : options.connectionString;
-    const c = new (pg().Client)({ ...base, application_name: "hookledger-listen" });
+    const c = new Client({ ...base, application_name: "hookledger-listen" });
     client = c;
     c.on("notification", wakeAll);
     c.on("error", (error) => {

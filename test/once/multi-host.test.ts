@@ -1,0 +1,158 @@
+// Connection strings with several hosts (docs/operations.md, "High availability"), against a real primary and its
+// streaming standby, each a cluster of its own started from Debian's PostgreSQL binaries.
+import assert from "node:assert/strict";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { createHookledger, createPool, silentLogger } from "hookledger";
+import { type Cluster, startCluster, startStandby } from "../../chaos/cluster.js";
+import { runCli } from "../helpers/cli.js";
+import { serve, stripeBody, stripeHeaders } from "../helpers/http.js";
+import { freePort } from "../helpers/net.js";
+
+let dir: string;
+let primary: Cluster;
+let standby: Cluster & { promote(): Promise<void> };
+const at = (c: Cluster) => `127.0.0.1:${c.port}`;
+const url = (hosts: Cluster[], attrs?: string) =>
+  `postgres://postgres@${hosts.map(at).join(",")}/postgres${attrs ? `?target_session_attrs=${attrs}` : ""}`;
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "hookledger-hosts-"));
+  await chmod(dir, 0o755);
+  primary = await startCluster(dir, await freePort(), "primary");
+  standby = await startStandby(dir, primary.port, await freePort());
+});
+after(async () => {
+  await standby?.stop();
+  await primary?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+test("createHookledger on a multi-host URL with the standby first migrates and claims on the primary", async () => {
+  const hl = createHookledger({
+    connectionString: url([standby, primary], "read-write"),
+    schema: "hosts_a",
+    sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_test_a"] }],
+    log: silentLogger(),
+  });
+  const server = await serve(hl);
+  try {
+    await hl.migrate();
+    const body = stripeBody("evt_h1");
+    const answer = await fetch(`${server.url}/webhooks/stripe`, {
+      method: "POST",
+      headers: stripeHeaders(body),
+      body,
+    });
+    assert.equal(answer.status, 200);
+    assert.equal(((await answer.json()) as { status: string }).status, "accepted");
+    const check = createPool({
+      connectionString: `postgres://postgres@${at(primary)}/postgres`,
+      role: "admin",
+    });
+    try {
+      const { rows } = await check.query("select dedupe_key from hosts_a.events");
+      assert.deepEqual(rows, [{ dedupe_key: "evt_h1" }], "the claim is on the primary");
+    } finally {
+      await check.end();
+    }
+  } finally {
+    await server.close();
+    await hl.close();
+  }
+});
+
+test("createPool with target_session_attrs=read-only connects to the standby, listed second", async () => {
+  const switched: string[] = [];
+  const pool = createPool({
+    connectionString: url([primary, standby], "read-only"),
+    role: "admin",
+    onHostSwitch: (to) => switched.push(to),
+  });
+  try {
+    const { rows } = await pool.query<{ recovery: boolean }>("select pg_is_in_recovery() as recovery");
+    assert.deepEqual(rows, [{ recovery: true }]);
+    assert.deepEqual(switched, [at(standby)], "the switch from the first host is reported once");
+  } finally {
+    await pool.end();
+  }
+});
+
+test("createPool on hosts none of which is writable fails naming each host and what it is", async () => {
+  const pool = createPool({ connectionString: url([standby], "read-write"), role: "admin" });
+  try {
+    await assert.rejects(
+      pool.query("select 1"),
+      new RegExp(`no database host is read-write \\(target_session_attrs\\): ${at(standby)}: a standby`),
+    );
+  } finally {
+    await pool.end();
+  }
+});
+
+test("hookledger migrate on a multi-host URL migrates the primary", async () => {
+  const r = await runCli(["migrate"], {
+    cwd: dir,
+    env: {
+      ...process.env,
+      DATABASE_URL: url([standby, primary], "read-write"),
+      HOOKLEDGER_SCHEMA: "hosts_b",
+    },
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const check = createPool({
+    connectionString: `postgres://postgres@${at(primary)}/postgres`,
+    role: "admin",
+  });
+  try {
+    const { rows } = await check.query("select count(*)::int as n from hosts_b.events");
+    assert.deepEqual(rows, [{ n: 0 }]);
+  } finally {
+    await check.end();
+  }
+});
+
+test("a pool on a host list moves to the promoted standby after the primary is killed", async () => {
+  const switched: string[] = [];
+  const pool = createPool({
+    connectionString: url([primary, standby], "read-write"),
+    role: "admin",
+    onHostSwitch: (to) => switched.push(to),
+  });
+  try {
+    await pool.query("create table hosts_failover (n int)");
+    const replica = createPool({
+      connectionString: `postgres://postgres@${at(standby)}/postgres`,
+      role: "admin",
+    });
+    try {
+      for (let i = 0; i < 40; i++) {
+        const { rows } = await replica.query<{ t: string | null }>(
+          "select to_regclass('hosts_failover')::text as t",
+        );
+        if (rows[0]?.t) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      await replica.end();
+    }
+    await primary.stop(); // immediate: as a kill -9 of the server
+    await standby.promote();
+    let recovered = false;
+    for (let i = 0; i < 40 && !recovered; i++) {
+      recovered = await pool.query("insert into hosts_failover values (1)").then(
+        () => true,
+        () => false,
+      );
+      if (!recovered) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.ok(recovered, "writes go on, on the promoted standby");
+    assert.deepEqual(switched, [at(standby)]);
+    const { rows } = await pool.query<{ recovery: boolean }>("select pg_is_in_recovery() as recovery");
+    assert.deepEqual(rows, [{ recovery: false }]);
+  } finally {
+    await pool.end();
+  }
+});
