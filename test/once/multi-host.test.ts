@@ -18,6 +18,23 @@ const at = (c: Cluster) => `127.0.0.1:${c.port}`;
 const url = (hosts: Cluster[], attrs?: string) =>
   `postgres://postgres@${hosts.map(at).join(",")}/postgres${attrs ? `?target_session_attrs=${attrs}` : ""}`;
 
+/** The rows of `sql` run on `cluster` alone. */
+async function rowsOn(cluster: Cluster, sql: string): Promise<unknown[]> {
+  const pool = createPool({ connectionString: `postgres://postgres@${at(cluster)}/postgres`, role: "admin" });
+  try {
+    return (await pool.query(sql)).rows;
+  } finally {
+    await pool.end();
+  }
+}
+
+/** A pool on `connectionString` that records each host switch. */
+function watched(connectionString: string) {
+  const switched: string[] = [];
+  const pool = createPool({ connectionString, role: "admin", onHostSwitch: (to) => switched.push(to) });
+  return { pool, switched };
+}
+
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "hookledger-hosts-"));
   await chmod(dir, 0o755);
@@ -48,16 +65,11 @@ test("createHookledger on a multi-host URL with the standby first migrates and c
     });
     assert.equal(answer.status, 200);
     assert.equal(((await answer.json()) as { status: string }).status, "accepted");
-    const check = createPool({
-      connectionString: `postgres://postgres@${at(primary)}/postgres`,
-      role: "admin",
-    });
-    try {
-      const { rows } = await check.query("select dedupe_key from hosts_a.events");
-      assert.deepEqual(rows, [{ dedupe_key: "evt_h1" }], "the claim is on the primary");
-    } finally {
-      await check.end();
-    }
+    assert.deepEqual(
+      await rowsOn(primary, "select dedupe_key from hosts_a.events"),
+      [{ dedupe_key: "evt_h1" }],
+      "the claim is on the primary",
+    );
   } finally {
     await server.close();
     await hl.close();
@@ -65,12 +77,7 @@ test("createHookledger on a multi-host URL with the standby first migrates and c
 });
 
 test("createPool with target_session_attrs=read-only connects to the standby, listed second", async () => {
-  const switched: string[] = [];
-  const pool = createPool({
-    connectionString: url([primary, standby], "read-only"),
-    role: "admin",
-    onHostSwitch: (to) => switched.push(to),
-  });
+  const { pool, switched } = watched(url([primary, standby], "read-only"));
   try {
     const { rows } = await pool.query<{ recovery: boolean }>("select pg_is_in_recovery() as recovery");
     assert.deepEqual(rows, [{ recovery: true }]);
@@ -102,41 +109,19 @@ test("hookledger migrate on a multi-host URL migrates the primary", async () => 
     },
   });
   assert.equal(r.code, 0, r.stderr);
-  const check = createPool({
-    connectionString: `postgres://postgres@${at(primary)}/postgres`,
-    role: "admin",
-  });
-  try {
-    const { rows } = await check.query("select count(*)::int as n from hosts_b.events");
-    assert.deepEqual(rows, [{ n: 0 }]);
-  } finally {
-    await check.end();
-  }
+  assert.deepEqual(await rowsOn(primary, "select count(*)::int as n from hosts_b.events"), [{ n: 0 }]);
 });
 
 test("a pool on a host list moves to the promoted standby after the primary is killed", async () => {
-  const switched: string[] = [];
-  const pool = createPool({
-    connectionString: url([primary, standby], "read-write"),
-    role: "admin",
-    onHostSwitch: (to) => switched.push(to),
-  });
+  const { pool, switched } = watched(url([primary, standby], "read-write"));
   try {
     await pool.query("create table hosts_failover (n int)");
-    const replica = createPool({
-      connectionString: `postgres://postgres@${at(standby)}/postgres`,
-      role: "admin",
-    });
-    try {
-      for (let i = 0; i < 40; i++) {
-        const { rows } = await replica.query<{ t: string | null }>(
-          "select to_regclass('hosts_failover')::text as t",
-        );
-        if (rows[0]?.t) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    } finally {
-      await replica.end();
+    for (let i = 0; i < 40; i++) {
+      const [row] = (await rowsOn(standby, "select to_regclass('hosts_failover')::text as t")) as {
+        t: string | null;
+      }[];
+      if (row?.t) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
     await primary.stop(); // immediate: as a kill -9 of the server
     await standby.promote();
