@@ -25,6 +25,9 @@ export interface TakenForward {
   readonly stale: boolean;
 }
 
+// Looked at per take: the `limit` wanted and this many more, so that a take's work is bounded whatever the backlog.
+const LOOK_AHEAD = 100;
+
 // As the outbox's take (outbox-take.ts), and besides: a destination disabled (410) or paused (the breaker) has its
 // messages left alone, so they spend no attempts; and an ordered message is taken only when it heads its entity's
 // pending ones, ranked tried first (one in flight or failing keeps its place), then by (version, write order): one
@@ -32,10 +35,7 @@ export interface TakenForward {
 // event of its entity received before it is still to be processed (pending or failed: its forward is not written
 // yet), so events that arrived in order are delivered in order whatever order the worker ran them in. Waiting is
 // not an attempt. A taken ordered message whose entity already had a newer version delivered is `stale`: recorded,
-// not sent.
-// Looked at per take: the `limit` wanted and this many more, so that a take's work is bounded whatever the backlog.
-const LOOK_AHEAD = 100;
-
+// not sent. A message found waiting is deferred, so the next takes look past it (forward-wake.ts).
 const takeSql = statement(
   "forward-take",
   (s) => `with look as (
