@@ -67,15 +67,14 @@ export function waitReason(error: unknown): string {
 export function databaseAddress(connectionString: string | undefined): string | undefined {
   if (connectionString === undefined) return undefined;
   const list = safeHostList(connectionString);
-  if (list) {
-    const first = databaseAddress(list.url) ?? "";
-    const database = first.slice(first.indexOf("/"));
-    return `${list.hosts.map((h) => `${h.host}:${h.port}`).join(",")}${first.includes("/") ? database : ""}`;
-  }
-  if (!URL.canParse(connectionString)) return undefined;
-  const url = new URL(connectionString);
+  const text = list?.url ?? connectionString;
+  if (!URL.canParse(text)) return undefined;
+  const url = new URL(text);
+  const hosts = list
+    ? list.hosts.map((h) => `${h.host}:${h.port}`).join(",")
+    : `${url.hostname || "localhost"}:${url.port || "5432"}`;
   const database = decodeURIComponent(url.pathname.replace(/^\//, ""));
-  return `${url.hostname || "localhost"}:${url.port || "5432"}${database ? `/${database}` : ""}`;
+  return `${hosts}${database ? `/${database}` : ""}`;
 }
 
 /** Options of {@link untilDatabase}. */
