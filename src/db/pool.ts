@@ -91,8 +91,26 @@ export function createPool(options: CreatePoolOptions): Pool {
   });
   // An idle client whose server went away emits 'error' on the pool; without a listener that would crash the process.
   pool.on("error", () => {});
+  dropReadOnlyConnections(pool);
   ours.add(pool);
   return pool;
+}
+
+// A server that answers 25006 (read_only_sql_transaction) to a live connection was demoted, or stands behind an
+// address that moved to a promoted standby: the connection would keep failing every write. It is closed when it
+// goes back to the pool, whose next connection finds the writable host (a new connection to a moved address, or
+// the host list's next probe: hosts.ts). pg-pool drops a client that is ending when it is released.
+function dropReadOnlyConnections(pool: Pool): void {
+  const demoted = new WeakSet<object>();
+  pool.on("connect", (client) => {
+    const connection = (client as unknown as { connection: NodeJS.EventEmitter }).connection;
+    connection.on("errorMessage", (message: { code?: string }) => {
+      if (message.code === "25006") demoted.add(client);
+    });
+  });
+  pool.on("release", (_error, client) => {
+    if (demoted.has(client)) client.end().catch(() => {});
+  });
 }
 
 /**

@@ -5,7 +5,7 @@ import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { createHookledger, createPool, silentLogger } from "hookledger";
+import { createHookledger, createPool, silentLogger, withTransaction } from "hookledger";
 import { type Cluster, startCluster, startStandby } from "../../chaos/cluster.js";
 import { runCli } from "../helpers/cli.js";
 import { serve, stripeBody, stripeHeaders } from "../helpers/http.js";
@@ -110,6 +110,43 @@ test("hookledger migrate on a multi-host URL migrates the primary", async () => 
   });
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(await rowsOn(primary, "select count(*)::int as n from hosts_b.events"), [{ n: 0 }]);
+});
+
+test("a pool drops a live connection that answers 25006 and writes on the next writable host", async () => {
+  const other = await startCluster(dir, await freePort(), "other");
+  const setting = createPool({
+    connectionString: `postgres://postgres@${at(primary)}/postgres`,
+    role: "admin",
+    max: 1,
+  });
+  const { pool, switched } = watched(url([primary, other], "read-write"));
+  try {
+    for (const c of [primary, other]) await rowsOn(c, "create table hosts_demoted (n int)");
+    await pool.query("insert into hosts_demoted values (1)");
+    // What a demoted primary answers its old connections: every write fails as in a read-only transaction.
+    await setting.query("alter system set default_transaction_read_only = on");
+    await setting.query("select pg_reload_conf()");
+    let refused: unknown;
+    for (let i = 0; i < 40 && refused === undefined; i++) {
+      refused = await withTransaction(pool, (tx) => tx.query("insert into hosts_demoted values (2)")).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      if (refused === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal((refused as { code?: string } | undefined)?.code, "25006");
+    // withTransaction rolls back and returns a connection after an error the server sent; this one must not stay.
+    await withTransaction(pool, (tx) => tx.query("insert into hosts_demoted values (3)"));
+    assert.deepEqual(await rowsOn(other, "select n from hosts_demoted"), [{ n: 3 }]);
+    assert.deepEqual(switched, [at(other)]);
+  } finally {
+    await setting.query("set default_transaction_read_only = off");
+    await setting.query("alter system reset default_transaction_read_only");
+    await setting.query("select pg_reload_conf()");
+    await setting.end();
+    await pool.end();
+    await other.stop();
+  }
 });
 
 test("a pool on a host list moves to the promoted standby after the primary is killed", async () => {
