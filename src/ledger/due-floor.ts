@@ -1,6 +1,6 @@
 import type { PoolClient } from "../db/pool.js";
 import { type LedgerContext, statement } from "./context.js";
-import { walkInOrder } from "./pick.js";
+import { leased, walkInOrder } from "./pick.js";
 
 /**
  * How far before its own clock a floor is set when nothing older is due: a write committed after the floor was
@@ -19,12 +19,15 @@ export const DUE_FLOOR_MARGIN_MS = 1000;
 // which the walk can mark dead meanwhile. With a 60 s hold every 5 min on a quiet 2-core machine the count's p99
 // rose 2.45× over 30 min (docs/benchmarks.md, "Scale"). This walk still pays for them, but once per refresh
 // instead of once per count. The oldest due row is taken without locks or entity tries: a row another worker holds,
-// or whose entity is busy, keeps the floor at or below it.
+// or whose entity is busy, keeps the floor at or below it. A row under lease does not: events in flight keep their
+// place in events_due (migration 018), and a floor held at the oldest of them would make every count walk again
+// what settled since. One whose lease ends (its worker died) is below the floor until the next refresh
+// (FLOOR_REFRESH_MS, worker/floor.ts) finds it at the head.
 const floorSql = statement(
   "due-floor",
   (s) => `select least(
   (select next_attempt_at from ${s}.events
-   where status in ('pending', 'failed') and next_attempt_at <= now()
+   where status in ('pending', 'failed') and next_attempt_at <= now() and not coalesce(${leased()}, false)
    order by next_attempt_at limit 1),
   now() - $1::float8 * interval '1 millisecond') as floor`,
 );

@@ -89,18 +89,30 @@ export function entityFree(quotedSchema: string): string {
   return `pg_try_advisory_xact_lock(hashtextextended(${prefix} || entity_type || chr(31) || entity_id, 0))`;
 }
 
+/**
+ * SQL that is true when the row in scope is leased to an attempt in flight (counted, and its lease not over). Only
+ * a row stamped as started has a lease: an attempt that ended (settled, failed, given back) clears the stamp.
+ *
+ * @example
+ * `select … from ${s}.events where next_attempt_at <= now() and not coalesce(${leased()}, false)`
+ */
+export function leased(): string {
+  return "attempt_started_at is not null and lease_until > now()";
+}
+
 // What last_error says of an attempt that ended without an outcome (format(), %s = the attempt's number).
 const UNRECORDED =
   "attempt %s ended without an outcome: the worker running it exited, was killed or lost its connection";
 
 // The where clause must stay identical to the predicate of the events_due index (migration 001), so the planner
 // walks an index that holds only the backlog; `$9`, the floor (due-floor.ts), is where the walk starts. SKIP
-// LOCKED: an event another worker is running never blocks this one. CASE fixes the order of the entity try: an
-// event without an entity takes no lock.
+// LOCKED: an event another worker is running never blocks this one. CASE fixes the order of the tests: an event
+// under lease is passed over before its entity is tried, and an event without an entity takes no lock.
 // One autocommitted statement counts a batch: each attempt is counted, stamped (with this count's transaction id as
-// its batch and its place in it as its slot, which its arm marks: arm.ts) and given its back-off before any
+// its batch and its place in it as its slot, which its arm marks: arm.ts) and leased for its back-off before any
 // handler runs, so an attempt that never records an outcome (its process died) still counts and the event is not
-// due again at once. A stamp left by the previous attempt means it ended unrecorded: noted in last_error, or dead if
+// due again at once. The lease is a not-before of its own (lease_until, migration 018): next_attempt_at, the
+// event's place in events_due, stays, so once the lease ends the event is at the head of any backlog again. A stamp left by the previous attempt means it ended unrecorded: noted in last_error, or dead if
 // it was the last (exhausted: marked dead, never run), or if its arm was committed (a handler of its batch
 // committed the transaction itself, and this event's writes may be there: dead with BATCH_ENDED, $8; the batch's row
 // of marks is then forgotten by forgetMarks, unmark.ts). Such an event runs alone, because its batch may have
@@ -108,8 +120,8 @@ const UNRECORDED =
 // again would spend all their attempts on one poison event. The oldest runnable event decides: unrecorded, it is
 // counted alone; otherwise the batch is every recorded one, and unrecorded ones further back wait until they are the
 // oldest. The note goes into the attempt history (attempt_errors, migration 012) under the number of the attempt
-// that ended unrecorded. The back-off has a floor: until the batch's transaction takes the row locks (a round trip
-// later) only the back-off keeps other workers off them, and one that counts them meanwhile would take their stamps
+// that ended unrecorded. The lease has a floor: until the batch's transaction takes the row locks (a round trip
+// later) only the lease keeps other workers off them, and one that counts them meanwhile would take their stamps
 // for a crash. And a cap: a worker killed mid-batch leaves its events due again within 30 s (§6: nothing stuck for
 // more than 60 s).
 const countSql = statement(
@@ -120,7 +132,8 @@ const countSql = statement(
   from ${s}.events,
     lateral (select ${markedSql(s, "events")} as armed) a
   where status in ('pending', 'failed') and next_attempt_at <= now() and next_attempt_at >= $9::timestamptz
-    and case when entity_type is null or entity_id is null then true else ${entityFree(s)} end
+    and case when ${leased()} then false
+      when entity_type is null or entity_id is null then true else ${entityFree(s)} end
   order by next_attempt_at
   limit $7::int
   for update of events skip locked
@@ -141,7 +154,7 @@ set attempts = case when chosen.exhausted then e.attempts else e.attempts + 1 en
     attempt_started_at = case when chosen.exhausted then null else now() end,
     attempt_batch = case when chosen.exhausted then e.attempt_batch else pg_current_xact_id()::text::bigint end,
     attempt_slot = case when chosen.exhausted then e.attempt_slot else chosen.n end,
-    next_attempt_at = case when chosen.exhausted then e.next_attempt_at
+    lease_until = case when chosen.exhausted then e.lease_until
       else now() + greatest($5::float8, least($6::float8, least($3::float8, $2::float8 * power(2, e.attempts)) * (0.5 + 0.5 * random())))
         * interval '1 millisecond' end
 from chosen
@@ -207,7 +220,7 @@ export async function walkInOrder<R extends object>(
 /**
  * Counts the attempts of a batch of up to `limit` due events (1 to {@link MAX_BATCH}), oldest due first, in one
  * statement and its own transaction (call it on a client outside a transaction): attempts + 1, stamped as started,
- * due again after the attempt's back-off (2 to 30 s). Then run them in one transaction that takes their rows with
+ * leased for the attempt's back-off (2 to 30 s) without losing its place in the queue. Then run them in one transaction that takes their rows with
  * `lockAttempts`. An event whose previous attempt ended unrecorded is counted alone; one with no attempt left is
  * marked dead instead (`exhausted`). With a `floor` (due-floor.ts) only events due at or after it are looked at.
  *
