@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Cluster } from "./cluster.js";
 import type { Fleet } from "./processes.js";
+import type { FaultAt } from "./repick.js";
 
 /** How many of each fault a run injects. */
 export interface FaultCounts {
@@ -29,6 +30,7 @@ export async function runFaults(
   admin: pg.Pool,
   random: () => number,
   note: (line: string) => void,
+  happened: (fault: FaultAt) => void = () => {},
 ): Promise<Record<FaultKind, number>> {
   const deck: FaultKind[] = [];
   for (const [kind, n] of Object.entries(plan.counts) as [FaultKind, number][]) {
@@ -65,6 +67,7 @@ export async function runFaults(
         const list = kind === "killWorker" ? fleet.workers() : fleet.receivers();
         const member = pick(list.filter((m) => !m.frozen && !m.down));
         if (!member) continue;
+        happened({ kind, at: Date.now() });
         note(`kill -9 ${member.role} ${member.index}`);
         background.push(fleet.killAndRestart(member, 300 + random() * 1200));
         break;
@@ -77,10 +80,12 @@ export async function runFaults(
         break;
       }
       case "restartPostgres":
+        happened({ kind, at: Date.now() });
         note("pg_ctl restart -m immediate");
         await cluster.restartImmediate();
         break;
       case "terminateBackends": {
+        happened({ kind, at: Date.now() });
         const { rows } = await admin
           .query<{ n: number }>(
             `select count(pg_terminate_backend(pid))::int as n from (

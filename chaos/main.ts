@@ -14,6 +14,15 @@ if (!tier || !PLANTS.includes(plant)) {
   process.exit(2);
 }
 const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);
+// CHAOS_FAILOVER=host-list|moving-endpoint[:async]: a primary and its standby, the primary killed once, no other fault.
+const [shape, sync] = (process.env.CHAOS_FAILOVER ?? "").split(":");
+if (shape && shape !== "host-list" && shape !== "moving-endpoint") {
+  console.error(`CHAOS_FAILOVER is host-list or moving-endpoint, optionally :async (${shape})`);
+  process.exit(2);
+}
+const failover = shape
+  ? { shape: shape as "host-list" | "moving-endpoint", synchronous: sync !== "async", afterMs: 3000 }
+  : undefined;
 
 let interrupted = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -25,8 +34,9 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
+const { faults: _faults, ...calm } = tier;
 const options: ChaosOptions = {
-  ...tier,
+  ...(failover ? { ...calm, failover } : tier),
   plant,
   seed,
   keep: process.env.CHAOS_KEEP === "1",
@@ -43,8 +53,10 @@ try {
     `\nfaults: ${JSON.stringify(result.faults)} · process restarts ${result.restarts}\n` +
       `provider: ${result.providerPosts} POSTs ${JSON.stringify(result.providerStatuses)}, never acknowledged ${result.undelivered}\n` +
       `destination: ${result.destination.requests} requests ${JSON.stringify(result.destination.statuses)}\n` +
-      `timings: setup ${result.timings.setup} ms, deliver+faults ${result.timings.deliver} ms, settle ${result.timings.settle} ms, wall ${wall} s`,
+      `timings: setup ${result.timings.setup} ms, deliver+faults ${result.timings.deliver} ms, settle ${result.timings.settle} ms, wall ${wall} s\n` +
+      `re-pick after a fault: ${result.repick.unrecorded} unrecorded attempts, p50 ${result.repick.p50Ms} ms, p95 ${result.repick.p95Ms} ms, max ${result.repick.maxMs} ms; backlog peak ${result.repick.peakBacklog} events`,
   );
+  if (result.failover) console.log(`failover: ${JSON.stringify(result.failover)}`);
   console.log(summary(result.verdict));
   if (options.keep) console.log(`kept ${result.dir}`);
   process.exit(result.verdict.ok ? 0 : 1);

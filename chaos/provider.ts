@@ -46,6 +46,8 @@ export interface DeliverOptions {
   readonly concurrency: number;
   /** At most this many POSTs a second (unset: as fast as the receivers answer), so faults meet deliveries. */
   readonly postsPerSecond?: number;
+  /** Hears each answer the provider acts on (0: no answer), with the time its POST was sent. */
+  readonly onAnswer?: (status: number, sentAt: number) => void;
 }
 
 /**
@@ -88,6 +90,7 @@ export function deliver(options: DeliverOptions): Promise<SimulationReport> {
       }
       const receivers = options.receivers();
       const body = await request.arrayBuffer();
+      const sentAt = Date.now();
       const first = receivers[turn++ % receivers.length] as string;
       coin = (coin * 1_103_515_245 + 12_345) % 2_147_483_648;
       const statuses =
@@ -98,6 +101,7 @@ export function deliver(options: DeliverOptions): Promise<SimulationReport> {
             ])
           : [await post(first, request, body)];
       const status = statuses.find((s) => s >= 200 && s < 300) ?? Math.max(...statuses);
+      options.onAnswer?.(status, sentAt);
       // No answer at all (a receiver killed mid-request): the simulator counts it as a network error (0).
       if (status === 0) throw new Error("no answer");
       return new Response(null, { status });

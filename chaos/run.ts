@@ -7,8 +7,10 @@ import pg from "pg";
 import { APP_DDL, appConfig, type Plant } from "./app-config.js";
 import { type Cluster, startCluster } from "./cluster.js";
 import { type Destination, type DestinationReport, startDestination } from "./destination.js";
+import { type FailoverPlan, type Pair, startPair } from "./failover.js";
 import { type FaultKind, type FaultPlan, runFaults } from "./faults.js";
 import { judge, observe, unsettled, type Verdict } from "./oracle.js";
+import { type FaultAt, type Repick, repickDelays, sampleBacklog } from "./repick.js";
 import { Fleet } from "./processes.js";
 import { deliver, lateStaleEvent, makeEvents, type SentEvent } from "./provider.js";
 
@@ -18,6 +20,8 @@ export interface ChaosOptions {
   readonly workers: number;
   /** No plan: no faults (the oracle's own test). */
   readonly faults?: FaultPlan;
+  /** A primary and its standby, and the primary killed once (instead of the faults). */
+  readonly failover?: FailoverPlan;
   /** How long the run may take to settle once the faults are over. */
   readonly settleDeadlineMs: number;
   readonly plant: Plant;
@@ -42,6 +46,15 @@ export interface ChaosResult {
   readonly destination: Omit<DestinationReport, "applied" | "forwarded" | "forwardKeys">;
   /** Phases' wall times in ms. */
   readonly timings: { readonly setup: number; readonly deliver: number; readonly settle: number };
+  /** How long attempts cut off by a fault waited to be counted again, and the backlog's peak depth. */
+  readonly repick: Repick;
+  /** With a failover: from the kill to the standby's promotion and to the first delivery accepted again, and what
+   * the provider was answered in between. */
+  readonly failover?: {
+    readonly promotedMs: number;
+    readonly firstAcceptMs: number;
+    readonly statuses: Readonly<Record<number, number>>;
+  };
   readonly dir: string;
 }
 
@@ -66,6 +79,26 @@ function freePort(): Promise<number> {
   });
 }
 
+// The window a failover opened: what the POSTs sent after the kill were answered until the first one accepted (a
+// POST sent before the kill may be accepted after it: its claim had committed on both servers).
+function failoverWindow(
+  failed: { killedAt: number; promotedAt: number },
+  answers: readonly [number, number][],
+) {
+  const after = answers.filter(([, at]) => at >= failed.killedAt).sort((x, y) => x[1] - y[1]);
+  const first = after.find(([status]) => status >= 200 && status < 300);
+  const statuses: Record<number, number> = {};
+  for (const [status, at] of after) {
+    if (first && at >= first[1]) break;
+    statuses[status] = (statuses[status] ?? 0) + 1;
+  }
+  return {
+    promotedMs: failed.promotedAt - failed.killedAt,
+    firstAcceptMs: first ? first[1] - failed.killedAt : Number.NaN,
+    statuses,
+  };
+}
+
 async function until(check: () => Promise<boolean>, deadlineMs: number): Promise<boolean> {
   const end = Date.now() + deadlineMs;
   while (Date.now() < end) {
@@ -87,6 +120,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   // As root the server runs as the postgres user, who must be able to enter this directory.
   await chmod(dir, 0o755);
   let cluster: Cluster | undefined;
+  let pair: Pair | undefined;
   let fleet: Fleet | undefined;
   let admin: pg.Pool | undefined;
   let destination: Destination | undefined;
@@ -96,18 +130,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       await fleet?.stop().catch(() => {});
       await destination?.close().catch(() => {});
       await admin?.end().catch(() => {});
-      await cluster?.stop().catch(() => {});
+      await (pair ?? cluster)?.stop().catch(() => {});
       if (!options.keep) await rm(dir, { recursive: true, force: true });
     })();
     return stopped;
   };
   active.add(stop);
   try {
-    cluster = await startCluster(dir, await freePort());
-    note(`postgres on port ${cluster.port}, files in ${dir}`);
-    admin = new pg.Pool({ connectionString: cluster.url, max: 3, application_name: "chaos-driver" });
-    // Connections the faults break are replaced; a broken idle one must not crash the driver.
-    admin.on("error", () => {});
+    if (options.failover) {
+      pair = await startPair(dir, [await freePort(), await freePort()], options.failover);
+      cluster = pair.primary;
+      note(`primary on port ${cluster.port} with a standby (${options.failover.shape}), files in ${dir}`);
+    } else {
+      cluster = await startCluster(dir, await freePort());
+      note(`postgres on port ${cluster.port}, files in ${dir}`);
+    }
+    const driverPool = (url: string) => {
+      const pool = new pg.Pool({ connectionString: url, max: 3, application_name: "chaos-driver" });
+      // Connections the faults break are replaced; a broken idle one must not crash the driver.
+      pool.on("error", () => {});
+      return pool;
+    };
+    admin = driverPool(cluster.url);
     await admin.query(APP_DDL);
     const config = join(dir, "hookledger.config.mjs");
     // Its own generator, so the faults' and the provider's draws stay those of the seed without an outbound side.
@@ -122,7 +166,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     fleet = new Fleet({
       bin: join(ROOT, "dist/cli/main.js"),
       config,
-      databaseUrl: cluster.url,
+      databaseUrl: pair?.databaseUrl ?? cluster.url,
       logDir,
       receivers: ports,
       workers: options.workers,
@@ -138,7 +182,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const deliverStart = Date.now();
     const f = fleet;
     const c = cluster;
-    const a = admin;
+    let a = admin;
+    const answers: [number, number][] = [];
+    let failed: { killedAt: number; promotedAt: number } | undefined;
+    const faultLog: FaultAt[] = [];
+    const backlog = sampleBacklog(a, SCHEMA);
+    const failLater = async (p: Pair, afterMs: number) => {
+      await new Promise((resolve) => setTimeout(resolve, afterMs));
+      note("kill -9 of the primary, then pg_ctl promote of the standby");
+      failed = await p.fail();
+      note(`standby promoted ${failed.promotedAt - failed.killedAt} ms after the kill`);
+      const old = a;
+      a = driverPool(p.adminUrl());
+      admin = a;
+      await old.end().catch(() => {});
+    };
     const [report, faults] = await Promise.all([
       deliver({
         events: delivered,
@@ -146,12 +204,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         seed: options.seed,
         concurrency: options.concurrency,
         ...(options.postsPerSecond !== undefined && { postsPerSecond: options.postsPerSecond }),
+        onAnswer: (status, at) => answers.push([status, at]),
       }).then((r) => {
         note(`provider done: ${r.delivered} events acknowledged, ${r.attempts} POSTs`);
         return r;
       }),
-      options.faults ? runFaults(options.faults, f, c, a, random, note) : Promise.resolve(undefined),
-    ]);
+      options.faults
+        ? runFaults(options.faults, f, c, a, random, note, (fault) => faultLog.push(fault))
+        : Promise.resolve(undefined),
+      pair && options.failover ? failLater(pair, options.failover.afterMs) : undefined,
+    ]).finally(() => backlog.stop());
+    const peakBacklog = await backlog.stop();
     const deliverMs = Date.now() - deliverStart;
     note(`deliveries and faults over (${deliverMs} ms)`);
 
@@ -177,6 +240,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const { applied, forwarded, forwardKeys, ...outbound } = destination.report();
     const observed = await observe(a, SCHEMA, sent, { applied, forwarded, forwardKeys });
     const verdict = judge(observed);
+    const repick = await repickDelays(a, SCHEMA, faultLog, peakBacklog);
     const statuses: Record<number, number> = { ...report.statuses };
     for (const [s, n] of Object.entries(lateReport.statuses))
       statuses[Number(s)] = (statuses[Number(s)] ?? 0) + n;
@@ -189,6 +253,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       undelivered: report.undelivered.length + lateReport.undelivered.length,
       destination: outbound,
       timings: { setup: setupMs, deliver: deliverMs, settle: settleMs },
+      repick,
+      ...(failed && { failover: failoverWindow(failed, answers) }),
       dir,
     };
   } finally {
