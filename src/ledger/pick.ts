@@ -112,8 +112,8 @@ const UNRECORDED =
 // its batch and its place in it as its slot, which its arm marks: arm.ts) and leased for its back-off before any
 // handler runs, so an attempt that never records an outcome (its process died) still counts and the event is not
 // due again at once. The lease is a not-before of its own (lease_until, migration 018): next_attempt_at, the
-// event's place in events_due, stays, so once the lease ends the event is at the head of any backlog again. A stamp left by the previous attempt means it ended unrecorded: noted in last_error, or dead if
-// it was the last (exhausted: marked dead, never run), or if its arm was committed (a handler of its batch
+// event's place in events_due, stays, so once the lease ends the event is at the head of any backlog again. A
+// stamp left by the previous attempt means it ended unrecorded: noted in last_error, or dead if it was the last (exhausted: marked dead, never run), or if its arm was committed (a handler of its batch
 // committed the transaction itself, and this event's writes may be there: dead with BATCH_ENDED, $8; the batch's row
 // of marks is then forgotten by forgetMarks, unmark.ts). Such an event runs alone, because its batch may have
 // died with it: a handler that ends its process takes every event of its batch down, and batching them together
