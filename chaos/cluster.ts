@@ -1,5 +1,5 @@
 import { type SpawnOptions, spawn } from "node:child_process";
-import { chown, mkdir } from "node:fs/promises";
+import { chown, mkdir, readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 
@@ -12,6 +12,8 @@ export interface Cluster {
   readonly port: number;
   /** `pg_ctl restart -m immediate`: every backend dies at once, the server recovers from its WAL. */
   restartImmediate(): Promise<void>;
+  /** kill -9 of the postmaster and every backend at once (a host lost), resolving to the time of the signals. */
+  kill(): Promise<number>;
   /** Stops the server (immediate: its data is thrown away). Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -132,6 +134,18 @@ async function start(
     port,
     async restartImmediate() {
       await ctl("restart", "-m", "immediate", "-w", "-t", "60", "-l", pgLog, "-o", serverOptions);
+    },
+    async kill() {
+      const pid = Number((await readFile(join(data, "postmaster.pid"), "utf8")).split("\n")[0]);
+      // pgrep exits 1 when it finds no child: a postmaster alone is killed all the same.
+      const children = await run("pgrep", ["-P", String(pid)], undefined).catch(() => "");
+      const killedAt = Date.now();
+      for (const victim of [pid, ...children.split("\n").filter(Boolean).map(Number)]) {
+        try {
+          process.kill(victim, "SIGKILL");
+        } catch {}
+      }
+      return killedAt;
     },
     async stop() {
       if (stopped) return;

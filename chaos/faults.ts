@@ -61,13 +61,13 @@ export async function runFaults(
       deck.splice(Math.min(deck.length, 5), 0, kind);
       continue;
     }
+    const at = Date.now();
     switch (kind) {
       case "killWorker":
       case "killReceiver": {
         const list = kind === "killWorker" ? fleet.workers() : fleet.receivers();
         const member = pick(list.filter((m) => !m.frozen && !m.down));
         if (!member) continue;
-        happened({ kind, at: Date.now() });
         note(`kill -9 ${member.role} ${member.index}`);
         background.push(fleet.killAndRestart(member, 300 + random() * 1200));
         break;
@@ -80,12 +80,10 @@ export async function runFaults(
         break;
       }
       case "restartPostgres":
-        happened({ kind, at: Date.now() });
         note("pg_ctl restart -m immediate");
         await cluster.restartImmediate();
         break;
       case "terminateBackends": {
-        happened({ kind, at: Date.now() });
         const { rows } = await admin
           .query<{ n: number }>(
             `select count(pg_terminate_backend(pid))::int as n from (
@@ -98,6 +96,7 @@ export async function runFaults(
         break;
       }
     }
+    happened({ kind, at });
     done[kind]++;
   }
   await Promise.all(background);

@@ -56,7 +56,15 @@ try {
       `timings: setup ${result.timings.setup} ms, deliver+faults ${result.timings.deliver} ms, settle ${result.timings.settle} ms, wall ${wall} s\n` +
       `re-pick after a fault: ${result.repick.unrecorded} unrecorded attempts, p50 ${result.repick.p50Ms} ms, p95 ${result.repick.p95Ms} ms, max ${result.repick.maxMs} ms; backlog peak ${result.repick.peakBacklog} events`,
   );
-  if (result.failover) console.log(`failover: ${JSON.stringify(result.failover)}`);
+  const f = result.failover;
+  if (f) {
+    console.log(
+      `failover (${failover?.synchronous ? "synchronous" : "asynchronous"} standby): promoted ${f.promotedMs} ms after the kill; ` +
+        `the first POST accepted after it was sent at +${f.firstAcceptSentMs} ms and answered at +${f.firstAcceptAnsweredMs} ms, ` +
+        `the POSTs before it were answered ${JSON.stringify(f.statuses)}; ` +
+        `${f.missing} of the ${f.ackedBeforeKill} events acknowledged before the kill missing on the promoted standby`,
+    );
+  }
   console.log(summary(result.verdict));
   if (options.keep) console.log(`kept ${result.dir}`);
   process.exit(result.verdict.ok ? 0 : 1);

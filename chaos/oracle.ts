@@ -53,6 +53,8 @@ export interface Observed {
   readonly forwards: readonly ForwardRow[];
   readonly forwarded: readonly Forwarded[];
   readonly forwardKeys: ReadonlyMap<string, ReadonlySet<string>>;
+  /** After a failover: events acknowledged whose claim the promoted standby did not hold. */
+  readonly ackedMissing?: readonly string[];
 }
 
 /** The oracle's findings: each list names the events (or entities) that broke one rule. */
@@ -63,6 +65,8 @@ export interface Verdict {
   readonly staleSkips: number;
   /** Sent, but no ledger row, or settled without ever being applied. */
   readonly lost: string[];
+  /** Acknowledged, then missing after a failover (a copy claimed again later hides it from `lost`). */
+  readonly ackedMissing: string[];
   /** Applied (or skipped as stale) more than once. */
   readonly duplicated: string[];
   /** In the ledger or applied, but never sent. */
@@ -209,6 +213,7 @@ export function judge(observed: Observed): Verdict {
     applied,
     staleSkips: observed.applications.length - applied,
     lost,
+    ackedMissing: [...(observed.ackedMissing ?? [])],
     duplicated,
     unexpected,
     stuck,
@@ -294,6 +299,7 @@ export function summary(v: Verdict): string {
   ];
   const checks: [string, string[]][] = [
     ["lost", v.lost],
+    ["acked, then missing", v.ackedMissing],
     ["duplicated", v.duplicated],
     ["unexpected", v.unexpected],
     ["stuck", v.stuck],

@@ -1,5 +1,6 @@
 import { type SimulatedEvent, type SimulationReport, simulateProvider } from "hookledger/testing";
 import { SECRET, SOURCE } from "./app-config.js";
+import type { Answer } from "./failover.js";
 
 /** What the suite meant to deliver: one Stripe event per entry, the oracle's list of what was sent. */
 export interface SentEvent {
@@ -46,8 +47,8 @@ export interface DeliverOptions {
   readonly concurrency: number;
   /** At most this many POSTs a second (unset: as fast as the receivers answer), so faults meet deliveries. */
   readonly postsPerSecond?: number;
-  /** Hears each answer the provider acts on (0: no answer), with the time its POST was sent. */
-  readonly onAnswer?: (status: number, sentAt: number) => void;
+  /** Hears each answer the provider acts on. */
+  readonly onAnswer?: (answer: Answer) => void;
 }
 
 /**
@@ -68,10 +69,10 @@ export function deliver(options: DeliverOptions): Promise<SimulationReport> {
         body,
         signal: AbortSignal.timeout(10_000),
       });
-      await response.arrayBuffer();
-      return response.status;
+      const text = await response.text();
+      return { status: response.status, accepted: response.ok && text.includes('"accepted"') };
     } catch {
-      return 0;
+      return { status: 0, accepted: false };
     }
   };
   return simulateProvider({
@@ -93,15 +94,21 @@ export function deliver(options: DeliverOptions): Promise<SimulationReport> {
       const sentAt = Date.now();
       const first = receivers[turn++ % receivers.length] as string;
       coin = (coin * 1_103_515_245 + 12_345) % 2_147_483_648;
-      const statuses =
+      const answers =
         coin % 10 === 0 && receivers.length > 1
           ? await Promise.all([
               post(first, request, body),
               post(receivers[turn % receivers.length] as string, request, body),
             ])
           : [await post(first, request, body)];
-      const status = statuses.find((s) => s >= 200 && s < 300) ?? Math.max(...statuses);
-      options.onAnswer?.(status, sentAt);
+      const status =
+        answers.find((a) => a.status >= 200 && a.status < 300)?.status ??
+        Math.max(...answers.map((a) => a.status));
+      if (options.onAnswer) {
+        const { id } = JSON.parse(new TextDecoder().decode(body)) as { id: string };
+        const accepted = answers.some((a) => a.accepted);
+        options.onAnswer({ id, status, accepted, sentAt, answeredAt: Date.now() });
+      }
       // No answer at all (a receiver killed mid-request): the simulator counts it as a network error (0).
       if (status === 0) throw new Error("no answer");
       return new Response(null, { status });

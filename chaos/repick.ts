@@ -3,7 +3,8 @@ import type { FaultKind } from "./faults.js";
 
 /** A fault as it happened: what, and when (the driver's clock, the same machine's as the server's). */
 export interface FaultAt {
-  readonly kind: FaultKind;
+  /** A fault of the deck, or the primary lost in a failover run. */
+  readonly kind: FaultKind | "failover";
   readonly at: number;
 }
 
@@ -20,7 +21,12 @@ export interface Repick {
 
 // The faults that can end an attempt without an outcome. A freeze's events come back through the idle bound (30 s,
 // docs/architecture.md) once it is over, so a freeze is not counted as the cause.
-const CUTTING: readonly FaultKind[] = ["killWorker", "restartPostgres", "terminateBackends"];
+const CUTTING: readonly FaultAt["kind"][] = [
+  "killWorker",
+  "restartPostgres",
+  "terminateBackends",
+  "failover",
+];
 
 /**
  * Samples the backlog's depth every second until `stop` is called, which resolves to the deepest sample. A sample
@@ -64,17 +70,30 @@ export async function repickDelays(
   const { rows } = await admin.query<{ at: Date }>(
     `select failed_at as at from ${schema}.attempt_errors where error like 'attempt % ended without an outcome%'`,
   );
+  return {
+    ...repickWaits(
+      faults,
+      rows.map((r) => r.at.getTime()),
+    ),
+    peakBacklog,
+  };
+}
+
+/** The waits of `repickDelays`, from the faults and the times the counts noted an unrecorded attempt. */
+export function repickWaits(
+  faults: readonly FaultAt[],
+  noted: readonly number[],
+): Omit<Repick, "peakBacklog"> {
   const cuts = faults
     .filter((f) => CUTTING.includes(f.kind))
     .map((f) => f.at)
     .sort((a, b) => a - b);
   const waits: number[] = [];
-  for (const { at } of rows) {
-    const time = at.getTime();
+  for (const time of noted) {
     const cause = cuts.filter((c) => c <= time).at(-1);
     if (cause !== undefined) waits.push(time - cause);
   }
   waits.sort((a, b) => a - b);
   const q = (p: number) => waits[Math.min(waits.length - 1, Math.floor(p * waits.length))] ?? 0;
-  return { unrecorded: rows.length, p50Ms: q(0.5), p95Ms: q(0.95), maxMs: waits.at(-1) ?? 0, peakBacklog };
+  return { unrecorded: noted.length, p50Ms: q(0.5), p95Ms: q(0.95), maxMs: waits.at(-1) ?? 0 };
 }

@@ -7,12 +7,21 @@ import pg from "pg";
 import { APP_DDL, appConfig, type Plant } from "./app-config.js";
 import { type Cluster, startCluster } from "./cluster.js";
 import { type Destination, type DestinationReport, startDestination } from "./destination.js";
-import { type FailoverPlan, type Pair, startPair } from "./failover.js";
+import {
+  type Answer,
+  type FailoverPlan,
+  type FailoverWindow,
+  failoverWindow,
+  missingAfterFailover,
+  type Pair,
+  startPair,
+} from "./failover.js";
 import { type FaultKind, type FaultPlan, runFaults } from "./faults.js";
 import { judge, observe, unsettled, type Verdict } from "./oracle.js";
 import { type FaultAt, type Repick, repickDelays, sampleBacklog } from "./repick.js";
 import { Fleet } from "./processes.js";
 import { deliver, lateStaleEvent, makeEvents, type SentEvent } from "./provider.js";
+import { until } from "./wait.js";
 
 export interface ChaosOptions {
   readonly events: number;
@@ -48,13 +57,8 @@ export interface ChaosResult {
   readonly timings: { readonly setup: number; readonly deliver: number; readonly settle: number };
   /** How long attempts cut off by a fault waited to be counted again, and the backlog's peak depth. */
   readonly repick: Repick;
-  /** With a failover: from the kill to the standby's promotion and to the first delivery accepted again, and what
-   * the provider was answered in between. */
-  readonly failover?: {
-    readonly promotedMs: number;
-    readonly firstAcceptMs: number;
-    readonly statuses: Readonly<Record<number, number>>;
-  };
+  /** With a failover: its window, and how many acknowledged events the promoted standby lacked. */
+  readonly failover?: FailoverWindow & { readonly missing: number };
   readonly dir: string;
 }
 
@@ -77,35 +81,6 @@ function freePort(): Promise<number> {
     });
     server.on("error", fail);
   });
-}
-
-// The window a failover opened: what the POSTs sent after the kill were answered until the first one accepted (a
-// POST sent before the kill may be accepted after it: its claim had committed on both servers).
-function failoverWindow(
-  failed: { killedAt: number; promotedAt: number },
-  answers: readonly [number, number][],
-) {
-  const after = answers.filter(([, at]) => at >= failed.killedAt).sort((x, y) => x[1] - y[1]);
-  const first = after.find(([status]) => status >= 200 && status < 300);
-  const statuses: Record<number, number> = {};
-  for (const [status, at] of after) {
-    if (first && at >= first[1]) break;
-    statuses[status] = (statuses[status] ?? 0) + 1;
-  }
-  return {
-    promotedMs: failed.promotedAt - failed.killedAt,
-    firstAcceptMs: first ? first[1] - failed.killedAt : Number.NaN,
-    statuses,
-  };
-}
-
-async function until(check: () => Promise<boolean>, deadlineMs: number): Promise<boolean> {
-  const end = Date.now() + deadlineMs;
-  while (Date.now() < end) {
-    if (await check().catch(() => false)) return true;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return false;
 }
 
 /**
@@ -183,7 +158,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const f = fleet;
     const c = cluster;
     let a = admin;
-    const answers: [number, number][] = [];
+    const answers: Answer[] = [];
     let failed: { killedAt: number; promotedAt: number } | undefined;
     const faultLog: FaultAt[] = [];
     const backlog = sampleBacklog(a, SCHEMA);
@@ -191,6 +166,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       await new Promise((resolve) => setTimeout(resolve, afterMs));
       note("kill -9 of the primary, then pg_ctl promote of the standby");
       failed = await p.fail();
+      faultLog.push({ kind: "failover", at: failed.killedAt });
       note(`standby promoted ${failed.promotedAt - failed.killedAt} ms after the kill`);
       const old = a;
       a = driverPool(p.adminUrl());
@@ -204,7 +180,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         seed: options.seed,
         concurrency: options.concurrency,
         ...(options.postsPerSecond !== undefined && { postsPerSecond: options.postsPerSecond }),
-        onAnswer: (status, at) => answers.push([status, at]),
+        onAnswer: (answer) => answers.push(answer),
       }).then((r) => {
         note(`provider done: ${r.delivered} events acknowledged, ${r.attempts} POSTs`);
         return r;
@@ -238,8 +214,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     note(settledInTime ? `settled in ${settleMs} ms` : `not settled within ${options.settleDeadlineMs} ms`);
 
     const { applied, forwarded, forwardKeys, ...outbound } = destination.report();
+    const missing = failed ? await missingAfterFailover(a, SCHEMA, answers) : [];
     const observed = await observe(a, SCHEMA, sent, { applied, forwarded, forwardKeys });
-    const verdict = judge(observed);
+    const verdict = judge({ ...observed, ackedMissing: missing });
     const repick = await repickDelays(a, SCHEMA, faultLog, peakBacklog);
     const statuses: Record<number, number> = { ...report.statuses };
     for (const [s, n] of Object.entries(lateReport.statuses))
@@ -254,7 +231,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       destination: outbound,
       timings: { setup: setupMs, deliver: deliverMs, settle: settleMs },
       repick,
-      ...(failed && { failover: failoverWindow(failed, answers) }),
+      ...(failed && { failover: { ...failoverWindow(failed, answers), missing: missing.length } }),
       dir,
     };
   } finally {
