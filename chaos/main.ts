@@ -1,5 +1,5 @@
 // `npm run chaos`: one chaos run against the built package (docs/chaos.md). Exits 1 on any violation.
-// CHAOS_TIER=short|long, CHAOS_PLANT=none|duplicate|lose|reorder|resend|unordered, CHAOS_SEED=N, CHAOS_KEEP=1 (keep
+// CHAOS_TIER=short|long|deep, CHAOS_PLANT=none|duplicate|lose|reorder|resend|unordered, CHAOS_SEED=N, CHAOS_KEEP=1 (keep
 // the logs).
 import { PLANTS, type Plant } from "./app-config.js";
 import { summary } from "./oracle.js";
@@ -10,7 +10,9 @@ const tierName = process.env.CHAOS_TIER ?? "short";
 const tier = TIERS[tierName];
 const plant = (process.env.CHAOS_PLANT ?? "none") as Plant;
 if (!tier || !PLANTS.includes(plant)) {
-  console.error(`CHAOS_TIER is short or long (${tierName}); CHAOS_PLANT is ${PLANTS.join("|")} (${plant})`);
+  console.error(
+    `CHAOS_TIER is ${Object.keys(TIERS).join(", ")} (${tierName}); CHAOS_PLANT is ${PLANTS.join("|")} (${plant})`,
+  );
   process.exit(2);
 }
 const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);

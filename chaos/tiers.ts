@@ -40,4 +40,26 @@ export const TIERS: Record<string, Tier> = {
       freezeMs: 35_000,
     },
   },
+  // Issue 35's deep backlog: a backlog tens of thousands deep while workers die, so that a killed worker's events
+  // must keep their place in the queue (docs/architecture.md, "A crashed attempt keeps its place").
+  deep: {
+    events: 100_000,
+    receivers: 3,
+    workers: 4,
+    concurrency: 16,
+    // About 290 s of deliveries, as long as the faults last.
+    postsPerSecond: 350,
+    settleDeadlineMs: 900_000,
+    faults: {
+      counts: {
+        killWorker: 200,
+        killReceiver: 20,
+        freezeWorker: 3,
+        restartPostgres: 5,
+        terminateBackends: 30,
+      },
+      intervalMs: 1100,
+      freezeMs: 35_000,
+    },
+  },
 };
