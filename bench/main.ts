@@ -8,6 +8,7 @@ import { availableParallelism, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { floor } from "./contenders/floor.js";
 import { hookledgerServe, naive, rawHmac } from "./contenders/http.js";
 import { forwarding } from "./contenders/forward.js";
 import { forwardLatency } from "./contenders/forward-latency.js";
@@ -38,6 +39,7 @@ const ALL: readonly Contender[] = [
   pgbench,
   naive,
   rawHmac,
+  floor,
   hookledgerServe,
   graphileWorker,
   hookledgerWorkerC10,

@@ -53,15 +53,34 @@ export async function startPeer(
   }
 }
 
-async function count(ctx: RunContext, table: string): Promise<number> {
+/**
+ * The rows of a table, for the contenders' checks against what was answered.
+ *
+ * @example
+ * const rows = await count(ctx, `${schema}.events`);
+ */
+export async function count(ctx: RunContext, table: string): Promise<number> {
   const { rows } = await ctx.admin.query<{ n: string }>(`select count(*) as n from ${table}`);
   return Number(rows[0]?.n);
 }
 
-const rss = (child: ChildProcess) => (child.pid === undefined ? undefined : memoryMB(child.pid, "VmHWM"));
+/**
+ * A server process's peak resident memory in MB.
+ *
+ * @example
+ * const peakRssMB = rss(server);
+ */
+export const rss = (child: ChildProcess) =>
+  child.pid === undefined ? undefined : memoryMB(child.pid, "VmHWM");
 
-/** How many unique bodies a unique-ingest window gets signed up front. */
-const uniqueBodies = (ctx: RunContext) => ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds);
+/**
+ * How many unique bodies a unique-ingest window gets signed up front.
+ *
+ * @example
+ * const count = uniqueBodies(ctx);
+ */
+export const uniqueBodies = (ctx: RunContext) =>
+  ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds);
 
 /**
  * The naive receiver (bench/peers/naive.ts): verify, parse, one insert per request, pool of 20.
