@@ -53,34 +53,57 @@ export async function startPeer(
   }
 }
 
-/**
- * The rows of a table, for the contenders' checks against what was answered.
- *
- * @example
- * const rows = await count(ctx, `${schema}.events`);
- */
-export async function count(ctx: RunContext, table: string): Promise<number> {
+async function count(ctx: RunContext, table: string): Promise<number> {
   const { rows } = await ctx.admin.query<{ n: string }>(`select count(*) as n from ${table}`);
   return Number(rows[0]?.n);
 }
 
-/**
- * A server process's peak resident memory in MB.
- *
- * @example
- * const peakRssMB = rss(server);
- */
-export const rss = (child: ChildProcess) =>
+const rss = (child: ChildProcess) =>
   child.pid === undefined ? undefined : memoryMB(child.pid, "VmHWM");
 
+/** How many unique bodies a unique-ingest window gets signed up front. */
+const uniqueBodies = (ctx: RunContext) =>
+  ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds);
+
 /**
- * How many unique bodies a unique-ingest window gets signed up front.
+ * Unique ingest into a peer of bench/peers/ that writes `schema.table`, checked: one row per answer 200.
  *
  * @example
- * const count = uniqueBodies(ctx);
+ * return await peerIngest(ctx, { name: "naive receiver", script: "naive.ts", schema, prefix: "evt_n", table });
  */
-export const uniqueBodies = (ctx: RunContext) =>
-  ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds);
+export async function peerIngest(
+  ctx: RunContext,
+  options: { name: string; script: string; schema: string; prefix: string; table: string },
+): Promise<RunResult[]> {
+  const secret = benchSecret();
+  const [server, url] = await startPeer(ctx, options.script, {
+    BENCH_SCHEMA: options.schema,
+    BENCH_STRIPE_SECRET: secret,
+  });
+  try {
+    const { run, load } = await loadRun(ctx, {
+      name: options.name,
+      url,
+      path: "/webhooks/stripe",
+      serverPid: server.pid as number,
+      secret,
+      mode: "unique",
+      prefix: `${options.prefix}${ctx.round}`,
+      count: uniqueBodies(ctx),
+      expect: '"received":true',
+      expectId: false,
+    });
+    const rows = await count(ctx, `${options.schema}.${options.table}`);
+    const ok = answeredOk(load);
+    return [
+      withProblems(run, rows === ok ? [] : [`${rows} rows in the table for ${ok} answers 200`], {
+        peakRssMB: rss(server),
+      }),
+    ];
+  } finally {
+    await stopChild(server);
+  }
+}
 
 /**
  * The naive receiver (bench/peers/naive.ts): verify, parse, one insert per request, pool of 20.
@@ -95,34 +118,13 @@ export const naive: Contender = {
     const schema = await freshSchema(ctx.admin, "naive");
     try {
       await ctx.admin.query(naiveTableDdl(schema));
-      const secret = benchSecret();
-      const [server, url] = await startPeer(ctx, "naive.ts", {
-        BENCH_SCHEMA: schema,
-        BENCH_STRIPE_SECRET: secret,
+      return await peerIngest(ctx, {
+        name: "naive receiver",
+        script: "naive.ts",
+        schema,
+        prefix: "evt_n",
+        table: "webhook_events",
       });
-      try {
-        const { run, load } = await loadRun(ctx, {
-          name: "naive receiver",
-          url,
-          path: "/webhooks/stripe",
-          serverPid: server.pid as number,
-          secret,
-          mode: "unique",
-          prefix: `evt_n${ctx.round}`,
-          count: uniqueBodies(ctx),
-          expect: '"received":true',
-          expectId: false,
-        });
-        const rows = await count(ctx, `${schema}.webhook_events`);
-        const ok = answeredOk(load);
-        return [
-          withProblems(run, rows === ok ? [] : [`${rows} rows in the table for ${ok} answers 200`], {
-            peakRssMB: rss(server),
-          }),
-        ];
-      } finally {
-        await stopChild(server);
-      }
     } finally {
       await dropSchema(ctx.admin, schema);
     }
