@@ -58,12 +58,10 @@ async function count(ctx: RunContext, table: string): Promise<number> {
   return Number(rows[0]?.n);
 }
 
-const rss = (child: ChildProcess) =>
-  child.pid === undefined ? undefined : memoryMB(child.pid, "VmHWM");
+const rss = (child: ChildProcess) => (child.pid === undefined ? undefined : memoryMB(child.pid, "VmHWM"));
 
 /** How many unique bodies a unique-ingest window gets signed up front. */
-const uniqueBodies = (ctx: RunContext) =>
-  ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds);
+const uniqueBodies = (ctx: RunContext) => ctx.env.prebuiltRate * (ctx.env.seconds + ctx.env.warmupSeconds);
 
 /**
  * Unique ingest into a peer of bench/peers/ that writes `schema.table`, checked: one row per answer 200.
