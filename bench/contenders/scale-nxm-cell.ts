@@ -1,6 +1,6 @@
 // One cell of the scale mode's N×M phase (scale-nxm.ts): R `hookledger serve --no-worker` and W `hookledger worker`
 // processes on the filled ledger, the same BENCH_EVENTS events (BENCH_ENTITIES entities, many events each) sent
-// round-robin over the receivers at a fixed rate while the workers apply them; Postgres CPU per claim and per event
+// round-robin over the receivers at a fixed rate (or as fast as they go) while the workers apply them; Postgres CPU per claim and per event
 // (the receivers' and the workers' backends, from their own counters), lock waits, deadlocks, serialization
 // failures and exactly-once.
 import type { ChildProcess } from "node:child_process";
@@ -237,7 +237,7 @@ export async function runCell(
         path: "/webhooks/stripe",
         connections: ctx.env.connections,
         warmupSeconds: 0,
-        seconds: Math.ceil(events / rate) + 600,
+        seconds: (rate > 0 ? Math.ceil(events / rate) : 0) + 600,
         secret,
         bodyBytes: ctx.env.bodyBytes,
         prefix: "evt_w",
@@ -247,7 +247,7 @@ export async function runCell(
         entities,
         expect: '"status":"accepted"',
         expectId: true,
-        rate,
+        ...(rate > 0 && { rate }),
       },
       `loadgen-${tag}.log`,
       {

@@ -198,7 +198,7 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
         pairedLine("worker c10 events/s", measured.empty.worker, measured.full.worker, log),
       );
     }
-    if (options.phases.has("nxm")) lines.push(...(await nxmPhase(ctx, schema, options.rate, log)));
+    if (options.phases.has("nxm")) lines.push(...(await nxmPhase(ctx, schema, log)));
     // The empty schema is dropped before the long-transaction phase, as it was before phases could be chosen.
     const baseline = options.phases.has("long")
       ? await pickBaseline(ctx, bare, options, window, log)

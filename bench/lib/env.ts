@@ -41,6 +41,8 @@ export interface BenchEnv {
   readonly scalePhases: ReadonlySet<ScalePhase>;
   /** BENCH_NXM_CELLS: the N×M phase's cells, receivers×workers (`1x1,4x4`); default every one of {1,2,4}². */
   readonly nxmCells: readonly (readonly [number, number])[];
+  /** BENCH_NXM_RATES: the N×M phase's ingest rates, req/s, each run over every cell; 0 is as fast as it goes. */
+  readonly nxmRates: readonly number[];
   /** BENCH_SERVE_NODE_FLAGS: node flags for `hookledger serve` alone (a deployment's memory settings). */
   readonly serveNodeFlags: readonly string[];
   /** BENCH_PRUNE_DUTY: the scale mode's prune `--duty` (unset: the CLI's default). */
@@ -122,6 +124,12 @@ export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
     scaleRate: whole(environment, "BENCH_SCALE_RATE", 300),
     scalePhases: phases(environment.BENCH_SCALE_PHASES),
     nxmCells: cells(environment.BENCH_NXM_CELLS),
+    nxmRates: commaList(
+      environment.BENCH_NXM_RATES ?? `0,${whole(environment, "BENCH_SCALE_RATE", 300)}`,
+    ).map((r) => {
+      if (!/^\d+$/.test(r)) throw new Error(`BENCH_NXM_RATES: expected whole numbers ≥ 0, got ${r}`);
+      return Number(r);
+    }),
     serveNodeFlags: (environment.BENCH_SERVE_NODE_FLAGS ?? "").split(/\s+/).filter((f) => f !== ""),
     pruneDuty: environment.BENCH_PRUNE_DUTY || undefined,
     pruneBatch: environment.BENCH_PRUNE_BATCH || undefined,
