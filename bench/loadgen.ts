@@ -9,7 +9,7 @@
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
 import { percentile } from "./lib/stats.js";
-import { CREATED_BASE, stripeBody, stripeSignature } from "./lib/stripe.js";
+import { CREATED_BASE, stripeBody, stripeSignature, workerEvent } from "./lib/stripe.js";
 
 /** What to send, where, and what answer to expect. */
 export interface LoadgenSpec {
@@ -33,6 +33,12 @@ export interface LoadgenSpec {
   readonly expectId: boolean;
   /** At most this many requests per second (the soak); absent: as fast as the connections go. */
   readonly rate?: number;
+  /** More servers: request i goes to `[url, ...urls][i mod n]`, the connections split between them. */
+  readonly urls?: readonly string[];
+  /** Unique mode: stop after this many requests, whatever the window's time. */
+  readonly total?: number;
+  /** The workers' events instead (`workerEvent(i, entities)`: many per entity, ids `evt_w_<i>`). */
+  readonly entities?: number;
 }
 
 /** Counts of one part of the run (warm-up, window, drain). */
@@ -74,11 +80,16 @@ interface Prepared {
 }
 
 function prepare(spec: LoadgenSpec, i: number, timestamp: number): Prepared {
-  const id = `${spec.prefix}_${i}`;
-  const body = stripeBody(
-    { id, subscription: `sub_${spec.prefix}_${i}`, created: CREATED_BASE, status: "active" },
-    spec.bodyBytes,
-  );
+  const fields = spec.entities
+    ? workerEvent(i, spec.entities, CREATED_BASE)
+    : {
+        id: `${spec.prefix}_${i}`,
+        subscription: `sub_${spec.prefix}_${i}`,
+        created: CREATED_BASE,
+        status: "active",
+      };
+  const id = fields.id;
+  const body = stripeBody(fields, spec.bodyBytes);
   return {
     id,
     body: Buffer.from(body),
@@ -110,7 +121,9 @@ async function main(spec: LoadgenSpec): Promise<void> {
   const now = () => Math.floor(Date.now() / 1000);
   const offset = spec.mode === "cycle" ? (spec.offset ?? 0) : 0;
   const prepared = Array.from({ length: spec.count }, (_, i) => prepare(spec, offset + i, now()));
-  const pool = new Pool(spec.url, { connections: spec.connections, pipelining: 1 });
+  const targets = [spec.url, ...(spec.urls ?? [])];
+  const connections = Math.max(1, Math.round(spec.connections / targets.length));
+  const pools = targets.map((url) => new Pool(url, { connections, pipelining: 1 }));
   await send({ phase: "ready", prebuilt: prepared.length });
   await new Promise<void>((resolve) => process.once("message", () => resolve()));
 
@@ -164,7 +177,7 @@ async function main(spec: LoadgenSpec): Promise<void> {
         const wait = due - performance.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       }
-      if (performance.now() >= windowEnd) {
+      if (performance.now() >= windowEnd || (spec.total !== undefined && next >= spec.total)) {
         markStop();
         return;
       }
@@ -174,7 +187,7 @@ async function main(spec: LoadgenSpec): Promise<void> {
       let status: string;
       let answer: string | null;
       try {
-        const response = await pool.request({
+        const response = await (pools[i % pools.length] as Pool).request({
           path: spec.path,
           method: "POST",
           headers: d.headers,
@@ -206,7 +219,7 @@ async function main(spec: LoadgenSpec): Promise<void> {
   clearTimeout(startTimer);
   clearTimeout(stopTimer);
   markStop();
-  await pool.close();
+  await Promise.all(pools.map((pool) => pool.close()));
   const result: LoadgenResult = {
     phase: "result",
     window: {

@@ -171,10 +171,15 @@ export const rawHmac: Contender = {
 export async function startServe(
   ctx: RunContext,
   tag: string,
-  options: { readonly schema?: string; readonly worker?: boolean } = {},
+  options: {
+    readonly schema?: string;
+    readonly worker?: boolean;
+    readonly config?: string;
+    readonly secret?: string;
+  } = {},
 ) {
   const schema = options.schema ?? (await freshSchema(ctx.admin, tag, false));
-  const secret = benchSecret();
+  const secret = options.secret ?? benchSecret();
   const server = spawnChild(
     process.execPath,
     [
@@ -185,7 +190,7 @@ export async function startServe(
       "--port",
       "0",
       "--config",
-      join(ctx.root, "bench", "peers", "hookledger.config.mjs"),
+      join(ctx.root, "bench", "peers", options.config ?? "hookledger.config.mjs"),
     ],
     {
       env: {

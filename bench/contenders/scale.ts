@@ -8,6 +8,7 @@ import { dropSchema } from "../lib/schemas.js";
 import { percentile } from "../lib/stats.js";
 import { startServe } from "./http.js";
 import { clearRun, deadTuples, FILL_DAYS, fillSettled, timeFloor, timePick } from "./scale-ledger.js";
+import { nxmPhase } from "./scale-nxm.js";
 import { prunePairs } from "./scale-prune.js";
 import { pairedLine, ROUNDS, report, rounds, uniqueWindow, verdict } from "./scale-rounds.js";
 import type { RunContext, RunResult } from "./types.js";
@@ -22,7 +23,8 @@ export interface ScaleOptions {
   readonly rate: number;
   /**
    * BENCH_SCALE_PHASES: the phases to run after the fill (default all): `rounds` (ingest and worker, empty against
-   * full), `long` (the long-transaction phase, with the pick probe's empty-ledger baseline before it), `prune`.
+   * full), `nxm` (many receivers and workers), `long` (the long-transaction phase, with the pick probe's empty-ledger
+   * baseline before it), `prune`.
    */
   readonly phases: ReadonlySet<ScalePhase>;
 }
@@ -196,6 +198,7 @@ export async function runScale(ctx: RunContext, options: ScaleOptions): Promise<
         pairedLine("worker c10 events/s", measured.empty.worker, measured.full.worker, log),
       );
     }
+    if (options.phases.has("nxm")) lines.push(...(await nxmPhase(ctx, schema, log)));
     // The empty schema is dropped before the long-transaction phase, as it was before phases could be chosen.
     const baseline = options.phases.has("long")
       ? await pickBaseline(ctx, bare, options, window, log)

@@ -37,8 +37,12 @@ export interface BenchEnv {
   readonly scaleMinutes: number;
   /** BENCH_SCALE_RATE: the scale mode's fixed ingest rate (req/s) in its steady phases. */
   readonly scaleRate: number;
-  /** BENCH_SCALE_PHASES: which of the scale mode's phases run (`rounds`, `long`, `prune`; comma separated). */
+  /** BENCH_SCALE_PHASES: which of the scale mode's phases run (`rounds`, `nxm`, `long`, `prune`; comma separated). */
   readonly scalePhases: ReadonlySet<ScalePhase>;
+  /** BENCH_NXM_CELLS: the N×M phase's cells, receivers×workers (`1x1,4x4`); default every one of {1,2,4}². */
+  readonly nxmCells: readonly (readonly [number, number])[];
+  /** BENCH_NXM_RATES: the N×M phase's ingest rates, req/s, each run over every cell; 0 is as fast as it goes. */
+  readonly nxmRates: readonly number[];
   /** BENCH_SERVE_NODE_FLAGS: node flags for `hookledger serve` alone (a deployment's memory settings). */
   readonly serveNodeFlags: readonly string[];
   /** BENCH_PRUNE_DUTY: the scale mode's prune `--duty` (unset: the CLI's default). */
@@ -48,8 +52,8 @@ export interface BenchEnv {
 }
 
 /** A phase of the scale mode (docs/benchmarks.md, "Scale"). */
-export type ScalePhase = "rounds" | "long" | "prune";
-const SCALE_PHASES: readonly ScalePhase[] = ["rounds", "long", "prune"];
+export type ScalePhase = "rounds" | "nxm" | "long" | "prune";
+const SCALE_PHASES: readonly ScalePhase[] = ["rounds", "nxm", "long", "prune"];
 
 // The entries of a comma-separated knob, trimmed, empty ones left out.
 function commaList(raw: string | undefined): string[] {
@@ -67,6 +71,16 @@ function phases(raw: string | undefined): ReadonlySet<ScalePhase> {
       throw new Error(`BENCH_SCALE_PHASES: expected some of ${SCALE_PHASES.join(", ")}, got ${name}`);
   }
   return new Set(names as ScalePhase[]);
+}
+
+function cells(raw: string | undefined): (readonly [number, number])[] {
+  const names = commaList(raw);
+  if (names.length === 0) return [1, 2, 4].flatMap((r) => [1, 2, 4].map((w) => [r, w] as const));
+  return names.map((name) => {
+    const match = /^([1-9]\d*)x([1-9]\d*)$/.exec(name);
+    if (!match) throw new Error(`BENCH_NXM_CELLS: expected receivers x workers such as 4x4, got ${name}`);
+    return [Number(match[1]), Number(match[2])] as const;
+  });
 }
 
 const DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/test";
@@ -109,6 +123,13 @@ export function benchEnv(environment: NodeJS.ProcessEnv): BenchEnv {
     scaleMinutes: whole(environment, "BENCH_SCALE_MINUTES", 30),
     scaleRate: whole(environment, "BENCH_SCALE_RATE", 300),
     scalePhases: phases(environment.BENCH_SCALE_PHASES),
+    nxmCells: cells(environment.BENCH_NXM_CELLS),
+    nxmRates: commaList(
+      environment.BENCH_NXM_RATES ?? `0,${whole(environment, "BENCH_SCALE_RATE", 300)}`,
+    ).map((r) => {
+      if (!/^\d+$/.test(r)) throw new Error(`BENCH_NXM_RATES: expected whole numbers ≥ 0, got ${r}`);
+      return Number(r);
+    }),
     serveNodeFlags: (environment.BENCH_SERVE_NODE_FLAGS ?? "").split(/\s+/).filter((f) => f !== ""),
     pruneDuty: environment.BENCH_PRUNE_DUTY || undefined,
     pruneBatch: environment.BENCH_PRUNE_BATCH || undefined,
