@@ -1,8 +1,8 @@
 // One cell of the scale mode's N×M phase (scale-nxm.ts): R `hookledger serve --no-worker` and W `hookledger worker`
 // processes on the filled ledger, the same BENCH_EVENTS events (BENCH_ENTITIES entities, many events each) sent
-// round-robin over the receivers at a fixed rate (or as fast as they go) while the workers apply them; Postgres CPU per claim and per event
-// (the receivers' and the workers' backends, from their own counters), lock waits, deadlocks, serialization
-// failures and exactly-once.
+// round-robin over the receivers at a fixed rate (or as fast as they go) while the workers apply them; Postgres CPU
+// per claim and per event (the receivers' and the workers' backends, from their own counters), lock waits,
+// deadlocks, serialization failures and exactly-once.
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import type pg from "pg";
@@ -219,12 +219,8 @@ export async function runCell(
     await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
     const [idleReceivers, idleWorkers] = await Promise.all(idle.map((t) => t.stop()));
     const tracking = await resetStatements(ctx.admin);
-    const receiverCpu = new CpuTracker(
-      ctx.admin,
-      () => serving.map((s) => s.server.pid as number),
-      ctx.pgPort,
-    );
-    const workerCpu = new CpuTracker(ctx.admin, () => working.map((w) => w.pid as number), ctx.pgPort);
+    const receiverCpu = new CpuTracker(ctx.admin, pidsOf.receivers, ctx.pgPort);
+    const workerCpu = new CpuTracker(ctx.admin, pidsOf.workers, ctx.pgPort);
     const locks = lockSampler(ctx.env.url);
     const deadlocksBefore = await deadlockCount(ctx.admin);
     let began = 0;

@@ -7,9 +7,9 @@ import pg from "pg";
 export const SERIALIZATION = /40001|could not serialize access/;
 export const DEADLOCK = /40P01|deadlock detected/;
 
-// Client backends waiting on a lock, every 100 ms, on a connection of its own (the CPU trackers share the admin's).
 /**
- * Samples, every 100 ms, how many client backends wait on a lock; `stop()` returns the counts.
+ * Samples, every 100 ms, how many client backends wait on a lock, on a connection of its own (the CPU trackers
+ * share the admin's); `stop()` returns the counts.
  *
  * @example
  * const locks = lockSampler(url); await locks.start(); … const counts = await locks.stop();
