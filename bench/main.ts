@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { floor } from "./contenders/floor.js";
-import { hookledgerServe, naive, rawHmac } from "./contenders/http.js";
+import { hookledgerServe, hookledgerServePgbouncer, naive, rawHmac } from "./contenders/http.js";
 import { forwarding } from "./contenders/forward.js";
 import { forwardLatency } from "./contenders/forward-latency.js";
 import { findPgbench, pgbench } from "./contenders/pgbench.js";
@@ -23,6 +23,7 @@ import {
   hookledgerWorkerAdvance,
   hookledgerWorkerC10,
   hookledgerWorkerDefault,
+  hookledgerWorkerPgbouncer,
 } from "./contenders/workers.js";
 import { stopAllChildren } from "./lib/child.js";
 import { pgPort } from "./lib/cpu.js";
@@ -41,8 +42,10 @@ const ALL: readonly Contender[] = [
   rawHmac,
   floor,
   hookledgerServe,
+  hookledgerServePgbouncer,
   graphileWorker,
   hookledgerWorkerC10,
+  hookledgerWorkerPgbouncer,
   hookledgerWorkerDefault,
   hookledgerWorkerAdvance,
   forwarding,

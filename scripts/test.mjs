@@ -91,6 +91,20 @@ if (needs("external")) {
 }
 used.set("promtool", promtool);
 
+let pgbouncer = notNeeded;
+if (needs("external")) {
+  // test/once/pgbouncer.test.ts runs hookledger through a real PgBouncer in transaction mode.
+  // Debian puts it in /usr/sbin, which a non-root PATH may lack.
+  const found = await ensureDebianBinary("pgbouncer", "pgbouncer", {
+    service: "pgbouncer",
+    env: { ...process.env, PATH: `${process.env.PATH ?? ""}:/usr/sbin` },
+  });
+  if (found.path) env.HOOKLEDGER_TEST_PGBOUNCER = found.path;
+  else problems.push(`${found.missing} (test/once/pgbouncer.test.ts needs it)`);
+  pgbouncer = found.path ? `${found.path} ${found.version ?? ""}`.trim() : `MISSING (${found.missing})`;
+}
+used.set("pgbouncer", pgbouncer);
+
 // The first pass's server (the extra nodes' too) and the second pass's, started when that pass begins.
 const postgres = {
   first: notNeeded,

@@ -3,7 +3,9 @@ import { type FieldsOf, unknownFields } from "./config/fields.js";
 import { type HookledgerConfig, SOURCE_FIELDS, type SourceConfig, WORKER_FIELDS } from "./config/types.js";
 import { resolveConfigAfter, workerPoolSize, workerTuning } from "./config/validate.js";
 import { migrate } from "./db/migrate.js";
+import { checkPooler } from "./db/pooler-check.js";
 import { createPool, type Pool } from "./db/pool.js";
+import type { PoolerMode } from "./db/pooler.js";
 import { createInlineGuard } from "./edge/inline/guard.js";
 import type { InlineGuard, InlineMode } from "./edge/inline/types.js";
 import { type EdgeObserver, observers, type SeenCache } from "./edge/observer.js";
@@ -43,6 +45,20 @@ export interface HookledgerOptions {
    * `connectionString`.
    */
   readonly pool?: Pool;
+  /**
+   * `"transaction"` when `connectionString` reaches Postgres through a pooler in transaction mode (PgBouncer's
+   * `pool_mode = transaction`): statements go unnamed and the claim's settings are set per transaction
+   * (docs/operations.md, "Behind PgBouncer"). Only with `connectionString`.
+   * @defaultValue "none"
+   * @example pooler: "transaction"
+   */
+  readonly pooler?: PoolerMode;
+  /**
+   * With `pooler: "transaction"`, a URL that reaches Postgres directly, for the worker's LISTEN; without it the
+   * worker polls.
+   * @example directUrl: process.env.DATABASE_DIRECT_URL
+   */
+  readonly directUrl?: string | undefined;
   /** The sources, as in a config file: `{ name, provider, secrets }` (secrets may be `env("NAME")`). */
   readonly sources: readonly SourceConfig[];
   /** Handlers registered up front; {@link Hookledger.on} adds more. @defaultValue new Handlers() */
@@ -83,6 +99,8 @@ export interface HookledgerOptions {
 const OPTIONS_FIELDS = {
   connectionString: true,
   pool: true,
+  pooler: true,
+  directUrl: true,
   sources: [SOURCE_FIELDS],
   handlers: true,
   outbox: true,
@@ -174,6 +192,14 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
       "createHookledger needs exactly one of connectionString (e.g. process.env.DATABASE_URL) or pool (your pg Pool)",
     );
   }
+  const pooler = options.pooler ?? "none";
+  if (pooler !== "none" && (pooler !== "transaction" || options.pool !== undefined)) {
+    throw new Error(
+      pooler === "transaction"
+        ? 'createHookledger: pooler: "transaction" needs connectionString, not pool: hookledger then opens pools that send no named statement'
+        : `createHookledger: pooler must be "none" or "transaction", got ${JSON.stringify(pooler)}`,
+    );
+  }
   const config = resolveConfigAfter(unknown, {
     sources: options.sources,
     handlers: options.handlers ?? new Handlers(),
@@ -195,6 +221,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
       connectionString: options.connectionString ?? "",
       role,
       ...(max !== undefined && { max }),
+      pooler,
     });
     owned.push(pool);
     return pool;
@@ -254,12 +281,15 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
       handlers.on(source, type as string, handler as Handler);
       return hl;
     },
-    migrate: () => migrate(admin, config.schema),
+    migrate: async () => {
+      await checkPooler(admin, pooler);
+      return migrate(admin, config.schema);
+    },
     startWorker() {
       if (closed) throw new Error("this hookledger is closed");
       worker ??= startWorker({
         pool: open("work", workerPoolSize(config)),
-        connectionString: options.connectionString ?? listenConfig(options.pool),
+        connectionString: listenTo(options, log),
         ledger,
         handlers,
         log,
@@ -283,6 +313,18 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
 }
 
 // The worker's LISTEN connection needs the database the pool reaches; pg keeps the pool's config in `options`.
-function listenConfig(pool: Pool | undefined): ClientConfig {
-  return (pool as unknown as { options?: ClientConfig } | undefined)?.options ?? {};
+// Behind a transaction pooler LISTEN needs the direct URL; without one the worker polls, as the log says once.
+function listenTo(options: HookledgerOptions, log: Logger): string | ClientConfig | null {
+  if (options.pooler === "transaction") {
+    if (options.directUrl) return options.directUrl;
+    log.info(
+      "behind a transaction pooler without directUrl: the worker polls (every worker.pollIntervalMs) instead of listening for claims",
+    );
+    return null;
+  }
+  return (
+    options.connectionString ??
+    (options.pool as unknown as { options?: ClientConfig } | undefined)?.options ??
+    {}
+  );
 }

@@ -13,7 +13,7 @@ export {
   type ResolveOptions,
   resolveConfig,
 } from "./config/validate.js";
-export type { ResolvedDatabase } from "./config/database.js";
+export type { ResolvedDatabase, ResolvedPooler } from "./config/database.js";
 
 export {
   type CreatePoolOptions,
@@ -24,6 +24,8 @@ export {
   type PoolRole,
   withTransaction,
 } from "./db/pool.js";
+export type { PoolerMode } from "./db/pooler.js";
+export { checkPooler, PoolerMismatch } from "./db/pooler-check.js";
 export { migrate, migrationsCurrent } from "./db/migrate.js";
 export { type EmbeddedDatabase, type EmbeddedOptions, startEmbeddedPostgres } from "./db/embedded.js";
 

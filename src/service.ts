@@ -113,7 +113,9 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       await writeConnectionFile(workDir, connectionString);
     }
     const ledger = ledgerContext(config.schema);
-    const admin = createPool({ connectionString, role: "admin", max: 2 });
+    // The embedded server is always reached directly.
+    const pooler = config.databaseUrl === undefined ? "none" : config.pooler.pooler;
+    const admin = createPool({ connectionString, role: "admin", max: 2, pooler });
     closers.push(() => admin.end());
     const metrics = options.metrics ?? createMetrics();
 
@@ -133,7 +135,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
     let adminUrl: string | undefined;
     const dashboard =
       options.serve && config.dashboard.enabled
-        ? mountDashboard({ config, connectionString, ledger, log, closers })
+        ? mountDashboard({ config, connectionString, pooler, ledger, log, closers })
         : undefined;
     if (options.serve) {
       url = await serveHttp((req, res) => webhooks(req, res), config.port, config.host, closers);
@@ -159,6 +161,7 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       pool: admin,
       schema: config.schema,
       migrate: options.migrate ?? true,
+      pooler,
       setup: options.setup,
       log,
       where: databaseAddress(connectionString) ?? "DATABASE_URL",
@@ -174,11 +177,18 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         connectionString,
         role: "work",
         max: workerPoolSize(config),
+        pooler,
       });
       closers.push(() => work.end());
+      const direct = pooler === "transaction" ? config.pooler.directUrl : connectionString;
+      if (direct === undefined) {
+        log.info(
+          "behind a transaction pooler without database.directUrl: the worker polls (every worker.pollIntervalMs) instead of listening for claims",
+        );
+      }
       const worker: Worker = startWorker({
         pool: work,
-        connectionString,
+        connectionString: direct ?? null,
         ledger,
         handlers: config.handlers,
         log,
@@ -189,11 +199,18 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
         makePartitions: options.migrate ?? true,
       });
       closers.push(() => worker.stop(config.worker.shutdownGraceMs));
-      startSchedules(config, admin, ledger, log, closers);
+      // The prune's lock is a session's: behind a transaction pooler it runs on the direct URL (config refuses a
+      // scheduled prune without one).
+      const sessions =
+        direct === connectionString || direct === undefined
+          ? admin
+          : createPool({ connectionString: direct, role: "admin", max: 2 });
+      if (sessions !== admin) closers.push(() => sessions.end());
+      startSchedules(config, admin, sessions, ledger, log, closers);
     }
 
     if (options.serve) {
-      const ingest = createPool({ connectionString, role: "ingest" });
+      const ingest = createPool({ connectionString, role: "ingest", pooler });
       closers.push(() => ingest.end());
       const seen = await seenCache(admin, config.schema, options.redisUrl ?? process.env.REDIS_URL, log);
       closers.push(() => seen.close());
@@ -258,12 +275,13 @@ async function seenCache(
   return layeredSeenCache(memory, redis);
 }
 
-// Background work runs in the processes that run the worker: prune takes an advisory lock so one instance prunes at
-// a time; concurrent reconcile passes only meet as duplicates in the claim; every instance evaluates the alerts, and
+// Background work runs in the processes that run the worker: prune takes an advisory lock (a session's, on
+// `sessions`) so one instance prunes at a time; concurrent reconcile passes only meet as duplicates in the claim; every instance evaluates the alerts, and
 // the ledger's alert state lets one of them send each message.
 function startSchedules(
   config: ResolvedConfig,
   pool: Pool,
+  sessions: Pool,
   ledger: LedgerContext,
   log: Logger,
   closers: (() => Promise<void>)[],
@@ -271,7 +289,7 @@ function startSchedules(
   const { prune, reconcile } = config.schedules;
   if (prune) {
     const pruner = startPruner({
-      pool,
+      pool: sessions,
       ledger,
       sources: config.sources.map((s) => ({ name: s.name, provider: s.provider.name })),
       ...prune,

@@ -1,5 +1,6 @@
 // The HTTP contenders: the naive receiver, raw node:http + HMAC, and `hookledger serve --no-worker` (unique ingest,
 // then the duplicate storm on the same server). Each server is a process of its own; bench/loadgen.ts drives it.
+import { benchPgbouncer } from "../lib/pgbouncer.js";
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { nextMessage, spawnChild, stopChild, waitForLine } from "../lib/child.js";
@@ -176,6 +177,8 @@ export async function startServe(
     readonly worker?: boolean;
     readonly config?: string;
     readonly secret?: string;
+    /** Set in the server's environment besides the bench's (a pooler's URL and mode). */
+    readonly env?: Readonly<Record<string, string>>;
   } = {},
 ) {
   const schema = options.schema ?? (await freshSchema(ctx.admin, tag, false));
@@ -199,6 +202,7 @@ export async function startServe(
         BENCH_STRIPE_SECRET: secret,
         ADMIN_PORT: "0",
         HOST: "127.0.0.1",
+        ...options.env,
       },
       logFile: join(ctx.logDir, `hookledger-${tag}-r${ctx.round}.log`),
     },
@@ -219,70 +223,94 @@ export async function startServe(
  * @example
  * const [unique, duplicate] = await hookledgerServe.run(ctx);
  */
-export const hookledgerServe: Contender = {
-  name: "hookledger-serve",
-  rows: [
-    ["hookledger serve: unique", "req/s"],
-    ["hookledger serve: duplicate storm", "req/s"],
-  ],
-  async run(ctx) {
-    const { server, url, schema, secret } = await startServe(ctx, "serve");
-    try {
-      const prefix = `evt_h${ctx.round}`;
-      const events = `${schema}.events`;
-      const unique = await loadRun(ctx, {
-        name: "hookledger serve: unique",
-        url,
-        path: "/webhooks/stripe",
-        serverPid: server.pid as number,
-        secret,
-        mode: "unique",
-        prefix,
-        count: uniqueBodies(ctx),
-        expect: '"status":"accepted"',
-        expectId: true,
+export const hookledgerServe: Contender = serveContender(false);
+/**
+ * `hookledger serve` through PgBouncer in transaction mode (`HOOKLEDGER_DATABASE_POOLER=transaction`), the same
+ * two runs, against `hookledger-serve` straight to Postgres.
+ *
+ * @example
+ * const [unique, duplicate] = await hookledgerServePgbouncer.run(ctx);
+ */
+export const hookledgerServePgbouncer: Contender = serveContender(true);
+
+function serveContender(viaPgbouncer: boolean): Contender {
+  const label = viaPgbouncer ? "hookledger serve via PgBouncer" : "hookledger serve";
+  return {
+    name: viaPgbouncer ? "hookledger-serve-pgbouncer" : "hookledger-serve",
+    rows: [
+      [`${label}: unique`, "req/s"],
+      [`${label}: duplicate storm`, "req/s"],
+    ],
+    async run(ctx) {
+      const bouncer = viaPgbouncer ? await benchPgbouncer(ctx) : undefined;
+      const { server, url, schema, secret } = await startServe(
+        ctx,
+        viaPgbouncer ? "serve-pgbouncer" : "serve",
+        {
+          ...(bouncer && { env: { DATABASE_URL: bouncer.url, HOOKLEDGER_DATABASE_POOLER: "transaction" } }),
+        },
+      ).catch(async (error) => {
+        await bouncer?.stop();
+        throw error;
       });
-      const claimed = await count(ctx, events);
-      const accepted = answeredOk(unique.load);
-      const results: RunResult[] = [
-        withProblems(
-          unique.run,
-          claimed === accepted ? [] : [`${claimed} ledger rows for ${accepted} accepted`],
-          {
-            peakRssMB: rss(server),
-          },
-        ),
-      ];
-      // The freshest of the claimed events, re-sent over and over: all of them are committed duplicates by now.
-      const cycle = Math.min(unique.load.sent, ctx.env.events);
-      const duplicate = await loadRun(ctx, {
-        name: "hookledger serve: duplicate storm",
-        url,
-        path: "/webhooks/stripe",
-        serverPid: server.pid as number,
-        secret,
-        mode: "cycle",
-        prefix,
-        count: cycle,
-        offset: unique.load.sent - cycle,
-        expect: '"status":"duplicate"',
-        expectId: true,
-      });
-      const after = await count(ctx, events);
-      results.push(
-        withProblems(
-          duplicate.run,
-          after === claimed ? [] : [`ledger rows went from ${claimed} to ${after}`],
-          {
-            peakRssMB: rss(server),
-            notes: [...duplicate.run.notes, `cycling over ${cycle} claimed events`],
-          },
-        ),
-      );
-      return results;
-    } finally {
-      await stopChild(server);
-      await dropSchema(ctx.admin, schema);
-    }
-  },
-};
+      try {
+        const prefix = `evt_h${ctx.round}`;
+        const events = `${schema}.events`;
+        const unique = await loadRun(ctx, {
+          name: `${label}: unique`,
+          url,
+          path: "/webhooks/stripe",
+          serverPid: server.pid as number,
+          secret,
+          mode: "unique",
+          prefix,
+          count: uniqueBodies(ctx),
+          expect: '"status":"accepted"',
+          expectId: true,
+        });
+        const claimed = await count(ctx, events);
+        const accepted = answeredOk(unique.load);
+        const results: RunResult[] = [
+          withProblems(
+            unique.run,
+            claimed === accepted ? [] : [`${claimed} ledger rows for ${accepted} accepted`],
+            {
+              peakRssMB: rss(server),
+            },
+          ),
+        ];
+        // The freshest of the claimed events, re-sent over and over: all of them are committed duplicates by now.
+        const cycle = Math.min(unique.load.sent, ctx.env.events);
+        const duplicate = await loadRun(ctx, {
+          name: `${label}: duplicate storm`,
+          url,
+          path: "/webhooks/stripe",
+          serverPid: server.pid as number,
+          secret,
+          mode: "cycle",
+          prefix,
+          count: cycle,
+          offset: unique.load.sent - cycle,
+          expect: '"status":"duplicate"',
+          expectId: true,
+        });
+        const after = await count(ctx, events);
+        results.push(
+          withProblems(
+            duplicate.run,
+            after === claimed ? [] : [`ledger rows went from ${claimed} to ${after}`],
+            {
+              peakRssMB: rss(server),
+              notes: [...duplicate.run.notes, `cycling over ${cycle} claimed events`],
+            },
+          ),
+        );
+        return results;
+      } finally {
+        await stopChild(server);
+        await bouncer?.stop();
+        await dropSchema(ctx.admin, schema);
+      }
+    },
+  };
+}

@@ -11,6 +11,7 @@ import { dropSchema, freshSchema } from "../lib/schemas.js";
 import { backlogPendingSql } from "../lib/worker-ledger.js";
 import { expectedAppState } from "../peers/app-table.js";
 import { benchSecret } from "./loadgen-run.js";
+import { benchPgbouncer } from "../lib/pgbouncer.js";
 import type { Contender, RunContext, RunResult } from "./types.js";
 
 // Each poll is one cheap statement on the bench's own connection; its CPU is reported in the notes. At 50 ms the
@@ -180,13 +181,19 @@ export function defaultWorkerConcurrency(): number {
   ).worker.concurrency;
 }
 
-function hookledgerWorker(suffix: string, concurrency: number | undefined, advance: boolean): Contender {
-  const label = `hookledger worker ${concurrency === undefined ? `default (c${defaultWorkerConcurrency()})` : `c${concurrency}`}${advance ? " + advance" : ""}`;
+function hookledgerWorker(
+  suffix: string,
+  concurrency: number | undefined,
+  advance: boolean,
+  viaPgbouncer = false,
+): Contender {
+  const label = `hookledger worker ${concurrency === undefined ? `default (c${defaultWorkerConcurrency()})` : `c${concurrency}`}${advance ? " + advance" : ""}${viaPgbouncer ? " via PgBouncer" : ""}`;
   return {
     name: `hookledger-worker-${suffix}`,
     rows: [[label, "events/s"]],
     async run(ctx) {
       const schema = await freshSchema(ctx.admin, "hlw", false);
+      const bouncer = viaPgbouncer ? await benchPgbouncer(ctx) : undefined;
       try {
         return [
           await runWorker(ctx, {
@@ -196,6 +203,7 @@ function hookledgerWorker(suffix: string, concurrency: number | undefined, advan
               BENCH_SCHEMA: schema,
               BENCH_STRIPE_SECRET: benchSecret(),
               BENCH_ADVANCE: advance ? "1" : "0",
+              ...(bouncer && { BENCH_POOLER_URL: bouncer.url }),
               ...(concurrency !== undefined && { BENCH_WORKER_CONCURRENCY: String(concurrency) }),
             },
             pendingSql: backlogPendingSql(schema),
@@ -220,6 +228,7 @@ function hookledgerWorker(suffix: string, concurrency: number | undefined, advan
           }),
         ];
       } finally {
+        await bouncer?.stop();
         await dropSchema(ctx.admin, schema);
       }
     },
@@ -247,3 +256,11 @@ export const hookledgerWorkerDefault = hookledgerWorker("default", undefined, fa
  * const [row] = await hookledgerWorkerAdvance.run(ctx);
  */
 export const hookledgerWorkerAdvance = hookledgerWorker("c10-advance", 10, true);
+/**
+ * hookledger's worker at concurrency 10 through PgBouncer in transaction mode (docs/operations.md, "Behind
+ * PgBouncer"), against `hookledger-worker-c10` straight to Postgres.
+ *
+ * @example
+ * const [row] = await hookledgerWorkerPgbouncer.run(ctx);
+ */
+export const hookledgerWorkerPgbouncer = hookledgerWorker("c10-pgbouncer", 10, false, true);

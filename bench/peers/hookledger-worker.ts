@@ -18,8 +18,12 @@ const concurrency = process.env.BENCH_WORKER_CONCURRENCY
 const advance = process.env.BENCH_ADVANCE === "1";
 const upsert = guardedUpsert(schema);
 
+// The PgBouncer rows (bench/contenders/workers.ts): the worker through a pooler in transaction mode; the setup
+// below still goes straight to Postgres.
+const pooled = process.env.BENCH_POOLER_URL;
 const hl = createHookledger({
-  connectionString: required("DATABASE_URL"),
+  connectionString: pooled ?? required("DATABASE_URL"),
+  ...(pooled && { pooler: "transaction" as const }),
   schema,
   sources: [
     {

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from "../db/pool.js";
+import { beginOn } from "../db/pooler.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 import { type EngineQueue, pollingWaker, startDeliveryEngine } from "../outbound/engine.js";
@@ -140,7 +141,7 @@ async function evaluate(options: AlertsOptions, destinations: readonly string[])
     // that read its clock first but measured last (a slow query) would otherwise carry the newest time and the
     // oldest view, and undo a newer one's change (CI once saw a second episode resolved and fired again, five
     // instances racing). The database's clock, read under the lock, then orders them (state.ts).
-    await client.query("begin");
+    await client.query(beginOn(client));
     const { rows } = await client.query<{ at: Date }>(
       "select pg_advisory_xact_lock(hashtext('hookledger.alerts'), hashtext($1::text)), clock_timestamp() as at",
       [ledger.schema],

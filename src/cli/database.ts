@@ -1,8 +1,10 @@
 import { createPool, type Pool } from "../db/pool.js";
+import type { PoolerMode } from "../db/pooler.js";
 import { type LedgerContext, ledgerContext } from "../ledger/context.js";
 import type { ResolvedConfig } from "../config/validate.js";
 import { commandDatabaseUrl, loadConfig } from "./config.js";
-import { databaseFailure } from "./errors.js";
+import { CliError, databaseFailure } from "./errors.js";
+import { checkPooler, PoolerMismatch } from "../db/pooler-check.js";
 
 /** A one-off command's connection to the ledger. */
 export interface CommandLedger {
@@ -25,7 +27,7 @@ export interface CommandLedger {
 export async function openLedger(configFile: string | undefined): Promise<CommandLedger> {
   const { config } = await loadConfig(configFile, { secrets: false });
   const connectionString = await commandDatabaseUrl(config);
-  const pool = await connectPool(connectionString, 4);
+  const pool = await connectPool(connectionString, 4, commandPooler(config));
   return { config, pool, ledger: ledgerContext(config.schema), connectionString, close: () => pool.end() };
 }
 
@@ -36,13 +38,29 @@ export async function openLedger(configFile: string | undefined): Promise<Comman
  * @example
  * const pool = await connectPool(await commandDatabaseUrl(config), 1);
  */
-export async function connectPool(connectionString: string, max: number): Promise<Pool> {
-  const pool = createPool({ connectionString, role: "admin", max });
+export async function connectPool(
+  connectionString: string,
+  max: number,
+  pooler: PoolerMode = "none",
+): Promise<Pool> {
+  const pool = createPool({ connectionString, role: "admin", max, pooler });
   try {
-    await pool.query("select 1");
+    await checkPooler(pool, pooler);
     return pool;
   } catch (error) {
     await pool.end().catch(() => {});
+    if (error instanceof PoolerMismatch) throw new CliError(error.message);
     throw databaseFailure(error, connectionString) ?? error;
   }
+}
+
+/**
+ * The pooler a command's connection goes through: `database.pooler` (or `HOOKLEDGER_DATABASE_POOLER`) for the
+ * configured database, none for the embedded server.
+ *
+ * @example
+ * const pool = await connectPool(await commandDatabaseUrl(config), 1, commandPooler(config));
+ */
+export function commandPooler(config: ResolvedConfig): PoolerMode {
+  return config.databaseUrl === undefined ? "none" : config.pooler.pooler;
 }

@@ -1,5 +1,6 @@
 import { isEnvRef, readConfigurable } from "./env.js";
 import type { HookledgerConfig } from "./types.js";
+import type { PoolerMode } from "../db/pooler.js";
 
 /**
  * Where the ledger lives: the Postgres the configuration names, or the embedded server when it names none (the
@@ -68,4 +69,43 @@ export function resolveListen(
     readConfigurable(config.host, environment) ??
     "127.0.0.1";
   return { host, port };
+}
+
+/** How the service reaches Postgres besides its URL: through a pooler or not, and a direct URL for sessions. */
+export interface ResolvedPooler {
+  readonly pooler: PoolerMode;
+  /** `database.directUrl` (or `DATABASE_DIRECT_URL`), resolved; only read with `pooler: "transaction"`. */
+  readonly directUrl: string | undefined;
+}
+
+/**
+ * Reads `database.pooler` (`HOOKLEDGER_DATABASE_POOLER` beats it) and `database.directUrl`. A value that is not a
+ * pooler mode, or a scheduled prune behind a transaction pooler without a direct URL (its lock is a session's, which
+ * a pooler would hand from one server connection to another), is a problem that stops the start.
+ *
+ * @example
+ * resolvePooler({ sources: [] }, { HOOKLEDGER_DATABASE_POOLER: "transaction" }, false, []);
+ * // { pooler: "transaction", directUrl: undefined }
+ */
+export function resolvePooler(
+  config: HookledgerConfig,
+  environment: NodeJS.ProcessEnv,
+  prunes: boolean,
+  problems: string[],
+): ResolvedPooler {
+  const fromEnv = environment.HOOKLEDGER_DATABASE_POOLER;
+  const value = fromEnv !== undefined && fromEnv !== "" ? fromEnv : (config.database?.pooler ?? "none");
+  const field = fromEnv ? "HOOKLEDGER_DATABASE_POOLER" : "database.pooler";
+  if (value !== "none" && value !== "transaction") {
+    problems.push(`${field}: expected "none" or "transaction", got ${JSON.stringify(value)}`);
+    return { pooler: "none", directUrl: undefined };
+  }
+  const read = readConfigurable(config.database?.directUrl ?? { env: "DATABASE_DIRECT_URL" }, environment);
+  const directUrl = read !== undefined && read.trim() !== "" ? read : undefined;
+  if (value === "transaction" && prunes && directUrl === undefined) {
+    problems.push(
+      `schedules.prune: behind a transaction pooler (${field}) the scheduled prune needs database.directUrl (or DATABASE_DIRECT_URL), a URL that reaches Postgres directly, for its lock; or run \`hookledger prune\` from a scheduler instead`,
+    );
+  }
+  return { pooler: value, directUrl };
 }

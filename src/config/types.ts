@@ -2,6 +2,7 @@ import { ALERTS_FIELDS, type AlertsConfig } from "./alerts.js";
 import type { AwardeeOptions } from "../providers/awardee.js";
 import type { GenericOptions } from "../providers/generic-options.js";
 import type { RetryPolicy } from "../worker/backoff.js";
+import type { PoolerMode } from "../db/pooler.js";
 import type { Handlers } from "../worker/handlers.js";
 import type { Outbox } from "../outbox/outbox.js";
 import { type Configurable, ENV_REF_FIELDS } from "./env.js";
@@ -86,6 +87,21 @@ export interface HookledgerConfig {
     readonly schema?: string;
     /** Port of the embedded Postgres. @defaultValue 54329 */
     readonly embeddedPort?: number;
+    /**
+     * `"transaction"` when `url` reaches Postgres through a pooler in transaction mode (PgBouncer's
+     * `pool_mode = transaction`): statements go unnamed and the settings the claim rests on are set per
+     * transaction (docs/operations.md, "Behind PgBouncer"). `HOOKLEDGER_DATABASE_POOLER` in the environment beats it.
+     * @defaultValue "none"
+     * @example pooler: "transaction"
+     */
+    readonly pooler?: PoolerMode;
+    /**
+     * With `pooler: "transaction"`, a URL that reaches Postgres directly, for what needs a session of its own: the
+     * worker's LISTEN (without it the worker polls) and the scheduled prune's lock (required with `schedules.prune`).
+     * @defaultValue env.optional("DATABASE_DIRECT_URL")
+     * @example directUrl: env("DATABASE_DIRECT_URL")
+     */
+    readonly directUrl?: Configurable<string>;
   };
   /** The listening address; `HOST` in the environment beats it. @defaultValue "127.0.0.1" */
   readonly host?: Configurable<string>;
@@ -197,6 +213,8 @@ export const CONFIG_FIELDS = {
     url: ENV_REF_FIELDS,
     schema: true,
     embeddedPort: true,
+    pooler: true,
+    directUrl: ENV_REF_FIELDS,
   } satisfies FieldsOf<NonNullable<HookledgerConfig["database"]>>,
   host: ENV_REF_FIELDS,
   port: ENV_REF_FIELDS,

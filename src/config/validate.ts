@@ -5,7 +5,13 @@ import { defaultRetryPolicy, type RetryPolicy } from "../worker/backoff.js";
 import { Handlers } from "../worker/handlers.js";
 import { Outbox } from "../outbox/outbox.js";
 import { type ResolvedAlerts, resolveAlerts } from "./alerts.js";
-import { type ResolvedDatabase, resolveDatabase, resolveListen } from "./database.js";
+import {
+  type ResolvedDatabase,
+  type ResolvedPooler,
+  resolveDatabase,
+  resolveListen,
+  resolvePooler,
+} from "./database.js";
 import { type Configurable, readConfigurable } from "./env.js";
 import { knownOnly, unknownFields } from "./fields.js";
 import { type ResolvedSchedules, resolveSchedules } from "./schedules.js";
@@ -22,6 +28,8 @@ export interface ResolvedConfig {
   readonly database: ResolvedDatabase;
   /** `database.url` when `database.kind` is "url"; `undefined` means the embedded server. */
   readonly databaseUrl: string | undefined;
+  /** `database.pooler` and `database.directUrl`, resolved. */
+  readonly pooler: ResolvedPooler;
   readonly schema: string;
   readonly embeddedPort: number;
   readonly host: string;
@@ -219,9 +227,11 @@ export function resolveConfigAfter(
   if (!(outbox instanceof Outbox)) {
     problems.push("outbox: expected an Outbox (`new Outbox().on(name, sender)`, imported from hookledger)");
   }
+  const schedules = resolveSchedules(config.schedules, sources, environment, problems, checkSecrets);
   const resolved: ResolvedConfig = {
     database,
     databaseUrl: database.kind === "url" ? database.url : undefined,
+    pooler: resolvePooler(config, environment, schedules.prune !== undefined, problems),
     schema: config.database?.schema ?? environment.HOOKLEDGER_SCHEMA ?? "hookledger",
     embeddedPort,
     ...resolveListen(config, environment, problems),
@@ -230,7 +240,7 @@ export function resolveConfigAfter(
     admin: resolveAdmin(config, environment, problems),
     trustProxy: config.trustProxy ?? /^(1|true)$/i.test(environment.HOOKLEDGER_TRUST_PROXY ?? ""),
     dashboard: resolveDashboard(config.dashboard, environment, problems, checkSecrets),
-    schedules: resolveSchedules(config.schedules, sources, environment, problems, checkSecrets),
+    schedules,
     alerts: resolveAlerts(config.alerts, environment, problems, options.alerts ?? checkSecrets),
     warnings,
     handlers,

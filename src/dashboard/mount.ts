@@ -1,6 +1,7 @@
 import type { RequestListener } from "node:http";
 import type { ResolvedConfig } from "../config/validate.js";
 import { createPool } from "../db/pool.js";
+import type { PoolerMode } from "../db/pooler.js";
 import type { LedgerContext } from "../ledger/context.js";
 import type { Logger } from "../log.js";
 import { type DashboardUser, demoToken } from "./auth.js";
@@ -19,16 +20,23 @@ import { createDashboard, type Dashboard } from "./server.js";
 export function mountDashboard(options: {
   config: ResolvedConfig;
   connectionString: string;
+  pooler: PoolerMode;
   ledger: LedgerContext;
   log: Logger;
   closers: (() => Promise<void>)[];
 }): { listener: RequestListener; open(): void; readonly path: string } {
-  const { config, connectionString, ledger, log } = options;
+  const { config, connectionString, pooler, ledger, log } = options;
   const { users, loginLinkUser } = dashboardUsers(config);
   // Up to 4 queries of one page load run at once; kept apart from the admin pool the metrics and stats share. No
   // view's statement should run for seconds (docs/benchmarks.md, "The dashboard on a million events"): one that
   // does is cancelled and answered 503 rather than left holding a connection.
-  const db = createPool({ connectionString, role: "admin", max: 4, statementTimeoutMs: 10_000 });
+  const db = createPool({
+    connectionString,
+    role: "admin",
+    max: 4,
+    statementTimeoutMs: 10_000,
+    pooler,
+  });
   options.closers.push(() => db.end());
   const dashboard: Dashboard = createDashboard({
     db,

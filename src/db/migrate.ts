@@ -1,6 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { packageFile } from "../files.js";
-import { type Pool, quoteIdent } from "./pool.js";
+import { type Pool, type PoolClient, quoteIdent, withTransaction } from "./pool.js";
 
 const MIGRATIONS_DIR = packageFile("db/migrations/");
 
@@ -29,9 +29,11 @@ export async function loadMigrations(): Promise<Migration[]> {
 }
 
 /**
- * Applies every migration not yet applied to `schema`, each in its own transaction, under a session advisory lock
- * keyed on the schema name: any number of processes may call it at once and each migration runs exactly once.
- * Then makes the day partitions of event bodies for the week ahead that are missing.
+ * Applies every migration not yet applied to `schema`, each in its own transaction under a transaction-scoped
+ * advisory lock keyed on the schema name, which checks again that it is still pending: any number of processes may
+ * call it at once and each migration runs exactly once. No session state is kept between the transactions, so it
+ * works through a pooler in transaction mode too. Then makes the day partitions of event bodies for the week ahead
+ * that are missing.
  *
  * @returns the names of the migrations this call applied.
  * @example
@@ -40,59 +42,37 @@ export async function loadMigrations(): Promise<Migration[]> {
 export async function migrate(pool: Pool, schema: string): Promise<string[]> {
   const migrations = await loadMigrations();
   const s = quoteIdent(schema);
-  const client = await pool.connect();
   const applied: string[] = [];
-  let broken: Error | undefined;
-  // Unheard, a connection lost between statements would crash the process; heard, the next statement fails.
-  const onError = (error: Error) => {
-    broken = error;
-  };
-  client.on("error", onError);
-  try {
-    await client.query("select pg_advisory_lock(hashtext('hookledger.migrate'), hashtext($1::text))", [
-      schema,
-    ]);
-    try {
-      await client.query(`create schema if not exists ${s}`);
-      await client.query(
+  const locked = (tx: PoolClient) =>
+    tx.query("select pg_advisory_xact_lock(hashtext('hookledger.migrate'), hashtext($1::text))", [schema]);
+  for (const m of migrations) {
+    const ran = await withTransaction(pool, async (tx) => {
+      await locked(tx);
+      await tx.query(`create schema if not exists ${s}`);
+      await tx.query(
         `create table if not exists ${s}.migrations (
            id integer primary key, name text not null, applied_at timestamptz not null default now())`,
       );
-      const done = await client.query<{ id: number }>(`select id from ${s}.migrations`);
-      const doneIds = new Set(done.rows.map((r) => r.id));
-      for (const m of migrations) {
-        if (doneIds.has(m.id)) continue;
-        await client.query("begin");
-        try {
-          // Migrations use unqualified names; the search path puts them in the configured schema.
-          await client.query(`set local search_path to ${s}`);
-          await client.query(m.sql);
-          await client.query(`insert into ${s}.migrations (id, name) values ($1::int, $2::text)`, [
-            m.id,
-            m.name,
-          ]);
-          await client.query("commit");
-        } catch (error) {
-          await client.query("rollback");
-          throw new Error(`migration ${m.name} failed`, { cause: error });
-        }
-        applied.push(m.name);
+      const done = await tx.query(`select 1 from ${s}.migrations where id = $1::int`, [m.id]);
+      if (done.rowCount !== 0) return false;
+      try {
+        // Migrations use unqualified names; the search path puts them in the configured schema.
+        await tx.query(`set local search_path to ${s}`);
+        await tx.query(m.sql);
+      } catch (error) {
+        throw new Error(`migration ${m.name} failed`, { cause: error });
       }
-      // The day partitions of event bodies for the week ahead (migration 010): a deploy that runs `migrate` keeps
-      // them made even where the running processes may not change the schema.
-      await client.query(`select ${s}.make_body_partitions(now(), 8)`);
-    } finally {
-      await client.query("select pg_advisory_unlock(hashtext('hookledger.migrate'), hashtext($1::text))", [
-        schema,
-      ]);
-    }
-  } catch (error) {
-    broken = error as Error;
-    throw error;
-  } finally {
-    client.off("error", onError);
-    client.release(broken);
+      await tx.query(`insert into ${s}.migrations (id, name) values ($1::int, $2::text)`, [m.id, m.name]);
+      return true;
+    });
+    if (ran) applied.push(m.name);
   }
+  // The day partitions of event bodies for the week ahead (migration 010): a deploy that runs `migrate` keeps
+  // them made even where the running processes may not change the schema.
+  await withTransaction(pool, async (tx) => {
+    await locked(tx);
+    await tx.query(`select ${s}.make_body_partitions(now(), 8)`);
+  });
   return applied;
 }
 

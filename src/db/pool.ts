@@ -1,6 +1,7 @@
 import type PgTypes from "pg";
 import { pg } from "../deps.js";
 import { hostListClient, parseHostList } from "./hosts.js";
+import { beginOn, type PoolerMode, perTransaction, pooledClient } from "./pooler.js";
 
 /** A `pg` pool; hookledger uses its own pools or the app's (library mode). */
 export type Pool = PgTypes.Pool;
@@ -36,7 +37,21 @@ export interface CreatePoolOptions {
    * @example (to) => log.warn({ to }, "database host switched")
    */
   readonly onHostSwitch?: (to: string) => void;
+  /**
+   * `"transaction"` behind a pooler in transaction mode (PgBouncer's `pool_mode = transaction`): statements go
+   * unnamed, nothing is set at connect, and the role's settings are set in each transaction `withTransaction`
+   * opens; the claim then runs in an explicit transaction (docs/operations.md, "Behind PgBouncer").
+   * @defaultValue "none"
+   */
+  readonly pooler?: PoolerMode;
 }
+
+/**
+ * The setting every session of a pool made by {@link createPool} carries (besides its role's), so that a start can
+ * tell whether the settings sent at connect are in effect: a pooler told to ignore the `options` startup parameter
+ * drops them all without a word (db/pooler-check.ts).
+ */
+export const SESSION_MARK = "hookledger.session";
 
 // Pools made by createPool, whose sessions carry the settings the claim rests on; any other pool (library mode)
 // gets them per claim, in an explicit transaction (ledger/claim.ts).
@@ -77,11 +92,19 @@ export function createPool(options: CreatePoolOptions): Pool {
     settings.push("jit=off");
   }
   const hosts = parseHostList(options.connectionString);
+  const pooled = options.pooler === "transaction";
+  const Base = hosts ? hostListClient(hosts, options.onHostSwitch) : undefined;
+  const url = hosts?.url ?? options.connectionString;
+  const own = [...settings, `${SESSION_MARK}=on`].map((s) => `-c ${s}`).join(" ");
+  // pg lets a URL's `options` replace the `options` given beside it: the URL's go first, so that its own settings
+  // (a search_path) stay and hookledger's win where both set one.
+  const theirs = pooled ? undefined : urlOptions(url);
   const pool = new (pg().Pool)({
-    connectionString: hosts?.url ?? options.connectionString,
-    ...(hosts && { Client: hostListClient(hosts, options.onHostSwitch) }),
+    connectionString: theirs?.url ?? url,
+    ...(pooled
+      ? { Client: pooledClient(Base ?? pg().Client, perTransaction(settings)) }
+      : { ...(Base && { Client: Base }), options: theirs ? `${theirs.options} ${own}` : own }),
     max: options.max ?? (options.role === "ingest" ? 10 : 5),
-    options: settings.map((s) => `-c ${s}`).join(" "),
     keepAlive: true,
     // The ingest path must answer 503 within 2 s when the database is gone (docs/architecture.md §4).
     connectionTimeoutMillis: options.connectTimeoutMs ?? (options.role === "ingest" ? 1000 : 5000),
@@ -92,8 +115,19 @@ export function createPool(options: CreatePoolOptions): Pool {
   // An idle client whose server went away emits 'error' on the pool; without a listener that would crash the process.
   pool.on("error", () => {});
   dropReadOnlyConnections(pool);
-  ours.add(pool);
+  // Behind a pooler no session carries the claim's settings: the claim sets them in its own transaction.
+  if (!pooled) ours.add(pool);
   return pool;
+}
+
+// The `options` parameter of a URL, and the URL without it; `undefined` when it has none.
+function urlOptions(connectionString: string): { url: string; options: string } | undefined {
+  if (!URL.canParse(connectionString)) return undefined;
+  const url = new URL(connectionString);
+  const options = url.searchParams.get("options");
+  if (options === null) return undefined;
+  url.searchParams.delete("options");
+  return { url: url.toString(), options };
 }
 
 // A server that answers 25006 (read_only_sql_transaction) to a live connection was demoted, or stands behind an
@@ -128,7 +162,8 @@ export function isHookledgerPool(db: unknown): boolean {
 
 /**
  * Runs `fn` inside a transaction on a client of `pool`: commits when it resolves, rolls back when it throws, and
- * always releases. `begin` may set the transaction up in the same round trip (`begin read only; set local …`).
+ * always releases. `begin` may set the transaction up in the same round trip (`begin read only; set local …`);
+ * behind a pooler the pool's settings are set there too (see `createPool`'s `pooler`).
  * A statement the server refused leaves the connection usable, so it is rolled back; after any other failure (a
  * lost connection, pg's client-side `query_timeout`) a statement may still be running and a rollback would queue
  * behind it, so the connection is destroyed instead (the server then rolls back) and never returns to the pool.
@@ -150,7 +185,7 @@ export async function withTransaction<T>(
   };
   client.on("error", onError);
   try {
-    await client.query(options.begin ?? "begin");
+    await client.query(beginOn(client, options.begin));
     const result = await fn(client);
     await client.query("commit");
     return result;

@@ -1,5 +1,7 @@
 import type { Logger } from "../log.js";
 import { loadMigrations, migrate } from "./migrate.js";
+import { checkPooler } from "./pooler-check.js";
+import type { PoolerMode } from "./pooler.js";
 import { type Pool, quoteIdent } from "./pool.js";
 import { pause, untilDatabase } from "./wait.js";
 
@@ -12,6 +14,8 @@ export interface PrepareLedgerOptions {
   readonly schema: string;
   /** Apply the migrations (the default); `false` only checks them and waits until someone else applies them. */
   readonly migrate: boolean;
+  /** What stands in front of Postgres, checked first (`checkPooler`). @defaultValue "none" */
+  readonly pooler?: PoolerMode;
   /** Runs once the schema is current (the demo's tables, for instance). */
   readonly setup?: ((pool: Pool) => Promise<void>) | undefined;
   readonly log: Logger;
@@ -29,8 +33,9 @@ class MigrationsPending extends Error {
 }
 
 /**
- * What a starting service does before it serves: waits for the database with back-off (see `untilDatabase`), then
- * applies the migrations, or with `migrate: false` waits until they are applied, saying once which command to run;
+ * What a starting service does before it serves: waits for the database with back-off (see `untilDatabase`), checks
+ * that its sessions have the claim's settings through any pooler (`checkPooler`: a mismatch rejects), then applies
+ * the migrations, or with `migrate: false` waits until they are applied, saying once which command to run;
  * then runs `setup`. Transient failures at any step are waited out; other failures reject. Aborting `signal` stops
  * the wait.
  *
@@ -45,6 +50,7 @@ export async function prepareLedger(options: PrepareLedgerOptions): Promise<void
     try {
       await untilDatabase(
         async () => {
+          await checkPooler(pool, options.pooler ?? "none");
           if (options.migrate) {
             const applied = await migrate(pool, schema);
             if (applied.length > 0) log.info({ applied, schema }, "migrations applied");

@@ -1,4 +1,5 @@
 import { pg } from "../deps.js";
+import { beginOn } from "../db/pooler.js";
 import {
   armAttempt,
   armPrepared,
@@ -153,12 +154,15 @@ export async function runCounted(
   // setting back at the first arm.
   const id = keys[0]?.batch ?? "";
   const begun = (await client.query(
-    `begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS};
-     select pg_current_xact_id()::text as xid, ${armPrepared(deps.ledger)} as prepared,
-       current_setting('plan_cache_mode') as plans;
-     set local plan_cache_mode = force_generic_plan; ${openMarks(deps.ledger, id)}`,
-  )) as unknown as { rows: { xid: string; prepared: boolean; plans: string }[] }[];
-  const state = begun[2]?.rows[0];
+    beginOn(
+      client,
+      `begin; set local idle_in_transaction_session_timeout = ${FROZEN_AFTER_MS};
+       select pg_current_xact_id()::text as xid, ${armPrepared(deps.ledger)} as prepared,
+         current_setting('plan_cache_mode') as plans;
+       set local plan_cache_mode = force_generic_plan; ${openMarks(deps.ledger, id)}`,
+    ),
+  )) as unknown as { command: string; rows: { xid: string; prepared: boolean; plans: string }[] }[];
+  const state = begun.find((result) => result.command === "SELECT")?.rows[0];
   const xid = state?.xid ?? "";
   const plans = state?.plans ?? "auto";
   if (!state?.prepared) await prepareArm(client, deps.ledger);

@@ -14,7 +14,7 @@ import { listenForClaims } from "./wake.js";
 /** Where a worker process's engines run: its pool, and the connection their LISTEN opens. */
 export interface EngineHome {
   readonly pool: Pool;
-  readonly connectionString: string | ClientConfig;
+  readonly connectionString: string | ClientConfig | null;
   readonly ledger: LedgerContext;
   readonly log: Logger;
 }

@@ -20,14 +20,15 @@ export interface Waker {
 }
 
 /**
- * Listens on the ledger's channel on a dedicated connection, reconnecting after a loss.
+ * Listens on the ledger's channel on a dedicated connection, reconnecting after a loss; with `connectionString`
+ * null (behind a transaction pooler, where LISTEN does not work) it never listens, and sleeps end at their time.
  *
  * @example
  * const waker = listenForClaims({ connectionString, channel: ledger.channel, log });
  * await waker.sleep(1000);
  */
 export function listenForClaims(options: {
-  connectionString: string | PgTypes.ClientConfig;
+  connectionString: string | PgTypes.ClientConfig | null;
   channel: string;
   log: Logger;
 }): Waker {
@@ -82,7 +83,7 @@ export function listenForClaims(options: {
     retry.unref();
   };
 
-  void connect();
+  if (options.connectionString !== null) void connect();
 
   return {
     sleep(ms, since) {

@@ -23,8 +23,11 @@ import { finishedWithin } from "../within.js";
 export interface WorkerOptions {
   /** A pool created with role `work` (its sessions carry the keepalive and idle-in-transaction settings). */
   readonly pool: Pool;
-  /** The same database's URL (or a pg client config), for the LISTEN connection that wakes idle slots. */
-  readonly connectionString: string | ClientConfig;
+  /**
+   * The same database's URL (or a pg client config), for the LISTEN connection that wakes idle slots; `null` to poll
+   * only (behind a transaction pooler without a direct URL, where LISTEN does not work).
+   */
+  readonly connectionString: string | ClientConfig | null;
   readonly ledger: LedgerContext;
   readonly handlers: Handlers;
   readonly log: Logger;

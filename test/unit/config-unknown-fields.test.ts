@@ -291,7 +291,7 @@ test("createHookledger refuses an unknown option at the top level and nested, na
     "options.worker.concurency: unknown field; did you mean concurrency?",
     "options.worker.retry.baseDelay: unknown field; did you mean baseDelayMs?",
     "options.failureLimit.maxFailure: unknown field; did you mean maxFailures?",
-    "options.nonsense: unknown field; known fields: connectionString, pool, sources, handlers, outbox, schema, worker, mode, log, replayToken, seen, failureLimit, trustProxy, observer",
+    "options.nonsense: unknown field; known fields: connectionString, pool, pooler, directUrl, sources, handlers, outbox, schema, worker, mode, log, replayToken, seen, failureLimit, trustProxy, observer",
   ]);
 });
 

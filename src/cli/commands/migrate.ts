@@ -1,9 +1,10 @@
 import { join } from "node:path";
 import { startEmbeddedPostgres } from "../../db/embedded.js";
 import { migrate } from "../../db/migrate.js";
-import { createPool } from "../../db/pool.js";
+import type { Pool } from "../../db/pool.js";
 import { createLogger } from "../../log.js";
 import { loadConfig } from "../config.js";
+import { commandPooler, connectPool } from "../database.js";
 import { parseOptions } from "../options.js";
 import type { Command } from "./types.js";
 
@@ -49,11 +50,17 @@ export const command: Command = {
           port: config.embeddedPort,
           log: createLogger(),
         });
-    const pool = createPool({
-      connectionString: config.databaseUrl ?? embedded?.connectionString ?? "",
-      role: "admin",
-      max: 1,
-    });
+    let pool: Pool;
+    try {
+      pool = await connectPool(
+        config.databaseUrl ?? embedded?.connectionString ?? "",
+        1,
+        commandPooler(config),
+      );
+    } catch (error) {
+      await embedded?.stop();
+      throw error;
+    }
     try {
       const applied = await migrate(pool, config.schema);
       io.out(applied.length > 0 ? `applied ${applied.join(", ")}\n` : "migrations are current\n");

@@ -3,7 +3,7 @@ import { formatStatsJson, formatStatsTable } from "../../stats/format.js";
 import { readLedgerStats } from "../../stats/ledger.js";
 import { readDeliveryStats } from "../../stats/query.js";
 import { commandDatabaseUrl, loadConfig } from "../config.js";
-import { connectPool } from "../database.js";
+import { commandPooler, connectPool } from "../database.js";
 import { CliError } from "../errors.js";
 import { durationOption, parseOptions } from "../options.js";
 import type { Command } from "./types.js";
@@ -53,7 +53,7 @@ export const command: Command = {
     const window = values.since ?? "24h";
     const windowMs = durationOption("--since", window);
     const { config } = await loadConfig(values.config, { secrets: false });
-    const pool = await connectPool(await commandDatabaseUrl(config), 1);
+    const pool = await connectPool(await commandDatabaseUrl(config), 1, commandPooler(config));
     try {
       const ledger = ledgerContext(config.schema);
       const query = { windowMs, ...(values.source !== undefined && { source: values.source }) };
