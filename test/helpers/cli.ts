@@ -1,9 +1,9 @@
-import { rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { after } from "node:test";
 import { createPool } from "hookledger";
 import { testDatabaseUrl } from "./db.js";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 
 /** The built binary, as users run it. */
 export const BIN = resolve("dist/cli/main.js");
@@ -102,4 +102,19 @@ export function cleanupAfter(): { dirs: string[]; schemas: string[] } {
     await pool.end();
   });
   return { dirs, schemas };
+}
+
+/**
+ * Writes `body` as hookledger.config.mjs in a new directory inside the package (so that its `import … from
+ * "hookledger"` resolves to the package itself, Node's self-reference), listed in `dirs` for removal.
+ *
+ * @example
+ * const file = await packageConfigFile(dirs, ".outbox-service-", CONFIG);
+ */
+export async function packageConfigFile(dirs: string[], prefix: string, body: string): Promise<string> {
+  const dir = await mkdtemp(join(process.cwd(), prefix));
+  dirs.push(dir);
+  const file = join(dir, "hookledger.config.mjs");
+  await writeFile(file, body);
+  return file;
 }

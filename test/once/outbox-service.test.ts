@@ -2,25 +2,14 @@
 // a signed Stripe delivery and its duplicate, one POST at the destination under the message's idempotency key.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { test } from "node:test";
 import { createPool, listOutbox, ledgerContext } from "hookledger";
 import { signDelivery } from "hookledger/testing";
 import { startAlertReceiver } from "../helpers/alert-receiver.js";
-import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
+import { cleanupAfter, packageConfigFile, runCli, startCli } from "../helpers/cli.js";
 import { testDatabaseUrl, waitFor } from "../helpers/db.js";
 
 const { dirs, schemas } = cleanupAfter();
-
-/** A config file inside the package, so `import … from "hookledger"` resolves to it (Node's self-reference). */
-async function configFile(body: string): Promise<string> {
-  const dir = await mkdtemp(join(process.cwd(), ".outbox-service-"));
-  dirs.push(dir);
-  const file = join(dir, "hookledger.config.mjs");
-  await writeFile(file, body);
-  return file;
-}
 
 function freshEnv(): NodeJS.ProcessEnv {
   const schema = `obs_${randomBytes(4).toString("hex")}`;
@@ -41,7 +30,9 @@ export default {
 test("hookledger serve with a config file's outbox POSTs a delivery's message once, its duplicate adding none", async () => {
   const crm = await startAlertReceiver(() => 200, "/crm");
   const env: NodeJS.ProcessEnv = { ...freshEnv(), CRM_URL: crm.url };
-  const serve = startCli(["serve", "--config", await configFile(CONFIG)], { env });
+  const serve = startCli(["serve", "--config", await packageConfigFile(dirs, ".outbox-service-", CONFIG)], {
+    env,
+  });
   try {
     const [, url] = await serve.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m);
     const body = {
@@ -81,11 +72,15 @@ test("hookledger serve with a config file's outbox POSTs a delivery's message on
 });
 
 test("hookledger serve with a config file whose outbox is not an Outbox stops at start, naming the field", async () => {
-  const file = await configFile(`export default {
+  const file = await packageConfigFile(
+    dirs,
+    ".outbox-service-",
+    `export default {
   sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_x"] }],
   outbox: { crm: async () => {} },
 };
-`);
+`,
+  );
   const serve = await runCli(["serve", "--config", file], { env: freshEnv() });
   assert.equal(serve.code, 1, serve.stderr);
   assert.match(serve.stderr, /outbox: expected an Outbox \(`new Outbox\(\)\.on\(name, sender\)`/);

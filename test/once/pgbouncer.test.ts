@@ -3,12 +3,10 @@
 // mode hookledger cannot work with, is refused with the fix named.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { createHookledger, createPool, PoolerMismatch, silentLogger } from "hookledger";
 import pg from "pg";
-import { cleanupAfter, runCli, startCli } from "../helpers/cli.js";
+import { cleanupAfter, packageConfigFile, runCli, startCli } from "../helpers/cli.js";
 import { testDatabaseUrl, waitFor } from "../helpers/db.js";
 import { serve, stripeBody, stripeHeaders } from "../helpers/http.js";
 import { type Bouncer, startPgbouncer } from "../helpers/pgbouncer.js";
@@ -158,15 +156,6 @@ test("hookledger migrate through PgBouncer in statement mode exits 1 naming pool
   }
 });
 
-/** A config file inside the package, so `import … from "hookledger"` resolves to it (Node's self-reference). */
-async function configFile(body: string): Promise<string> {
-  const dir = await mkdtemp(join(process.cwd(), ".pgbouncer-"));
-  dirs.push(dir);
-  const file = join(dir, "hookledger.config.mjs");
-  await writeFile(file, body);
-  return file;
-}
-
 const SERVE_CONFIG = `import { Handlers } from "hookledger";
 export default {
   sources: [{ name: "stripe", provider: "stripe", secrets: ["whsec_test_a"] }],
@@ -187,7 +176,7 @@ test("hookledger serve behind PgBouncer with database.pooler and a direct URL se
     HOOKLEDGER_SCHEMA: name,
     PORT: "0",
   };
-  const file = await configFile(SERVE_CONFIG);
+  const file = await packageConfigFile(dirs, ".pgbouncer-", SERVE_CONFIG);
   const served = startCli(["serve", "--config", file], { env });
   try {
     const [, url] = await served.waitForLine(/^hookledger listening on (http:\/\/\S+)$/m);
