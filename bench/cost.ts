@@ -2,6 +2,7 @@
 // taken out at a time (bench/peers/cost.ts), beside the floor and `serve` itself, interleaved over rounds with the
 // load generator and the knobs of `npm run bench`. For each feature, unique ingest's and the duplicate storm's
 // server and Postgres CPU per delivery with it minus without it (the medians of the rounds).
+// Then the worker at c10 with and without its logs (BENCH_COST_WORKER=0 leaves it out).
 // `node --import tsx bench/cost.ts` — env BENCH_ROUNDS (3), BENCH_WITHOUT (every feature), and the bench's knobs.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -11,6 +12,7 @@ import { createPool, migrate } from "hookledger";
 import { floor } from "./contenders/floor.js";
 import { hookledgerServe, ingestThenStorm, rawHmac, startPeer } from "./contenders/http.js";
 import { benchSecret } from "./contenders/loadgen-run.js";
+import { hookledgerWorker, hookledgerWorkerC10 } from "./contenders/workers.js";
 import { runRounds } from "./contenders/rounds.js";
 import type { Contender } from "./contenders/types.js";
 import { stopChild } from "./lib/child.js";
@@ -23,6 +25,8 @@ const env = benchEnv({ BENCH_ROUNDS: "3", ...process.env });
 const root = fileURLToPath(new URL("..", import.meta.url));
 const logDir = join(root, "bench", "results", "logs");
 const features = (process.env.BENCH_WITHOUT ?? "verify,parse,claim,stats,metrics,logs,cache").split(",");
+// The worker (P3) without its `event settled` lines; its other features have no bench-only switch yet.
+const quietWorker = hookledgerWorker("c10-quiet", 10, false, "logs");
 const label = (without: string) => (without === "none" ? "cost: all features" : `cost: without ${without}`);
 
 function costContender(without: string): Contender {
@@ -82,7 +86,15 @@ mkdirSync(logDir, { recursive: true });
 const admin = new pg.Client({ connectionString: env.url, application_name: "hookledger-bench" });
 await admin.connect();
 try {
-  const contenders = [rawHmac, floor, hookledgerServe, costContender("none"), ...features.map(costContender)];
+  const workers = process.env.BENCH_COST_WORKER === "0" ? [] : [hookledgerWorkerC10, quietWorker];
+  const contenders = [
+    rawHmac,
+    floor,
+    hookledgerServe,
+    costContender("none"),
+    ...features.map(costContender),
+    ...workers,
+  ];
   const results = await runRounds(contenders, { env, admin, pgPort: pgPort(env.url), logDir, root });
   const rows = summarize(results);
   console.log(`\nmedians over ${env.rounds} rounds\n${summaryTable(rows)}`);
@@ -90,6 +102,14 @@ try {
     `\nunique ingest: what each feature costs (all features minus without it)\n${costTable(rows, "unique")}`,
   );
   console.log(`\nduplicate storm: the same\n${costTable(rows, "duplicate storm")}`);
+  const [worker, quiet] = [hookledgerWorkerC10, quietWorker].map((c) =>
+    rows.find((r) => r.name === c.rows[0]?.[0]),
+  );
+  if (worker && quiet) {
+    console.log(
+      `\nworker c10: logs cost ${fmt(worker.processUsPerOp - quiet.processUsPerOp, 0)} µs of its CPU and ${fmt(worker.backendsUsPerOp - quiet.backendsUsPerOp, 0)} µs of Postgres per event; rate without ÷ with ${fmt(quiet.perSecond / worker.perSecond, 2)}`,
+    );
+  }
 } finally {
   await admin.end();
 }

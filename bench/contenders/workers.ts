@@ -180,8 +180,19 @@ export function defaultWorkerConcurrency(): number {
   ).worker.concurrency;
 }
 
-function hookledgerWorker(suffix: string, concurrency: number | undefined, advance: boolean): Contender {
-  const label = `hookledger worker ${concurrency === undefined ? `default (c${defaultWorkerConcurrency()})` : `c${concurrency}`}${advance ? " + advance" : ""}`;
+/**
+ * hookledger's worker as a contender; `without: "logs"` runs it with a silent logger (bench/cost.ts).
+ *
+ * @example
+ * const quiet = hookledgerWorker("c10-quiet", 10, false, "logs");
+ */
+export function hookledgerWorker(
+  suffix: string,
+  concurrency: number | undefined,
+  advance: boolean,
+  without?: "logs",
+): Contender {
+  const label = `hookledger worker ${concurrency === undefined ? `default (c${defaultWorkerConcurrency()})` : `c${concurrency}`}${advance ? " + advance" : ""}${without ? ` without ${without}` : ""}`;
   return {
     name: `hookledger-worker-${suffix}`,
     rows: [[label, "events/s"]],
@@ -196,6 +207,7 @@ function hookledgerWorker(suffix: string, concurrency: number | undefined, advan
               BENCH_SCHEMA: schema,
               BENCH_STRIPE_SECRET: benchSecret(),
               BENCH_ADVANCE: advance ? "1" : "0",
+              ...(without && { BENCH_WITHOUT: without }),
               ...(concurrency !== undefined && { BENCH_WORKER_CONCURRENCY: String(concurrency) }),
             },
             pendingSql: backlogPendingSql(schema),
