@@ -11,7 +11,6 @@
 //   logs     a silent logger instead of the info `delivery received` line
 //   cache    no confirmed-duplicate cache (nothing looked up or added)
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import {
   createLogger,
   createMetrics,
@@ -29,7 +28,7 @@ import {
   silentLogger,
   stripeProvider,
 } from "hookledger";
-import { required } from "./http-peer.js";
+import { listenPeer, required } from "./http-peer.js";
 
 /** The features bench/cost.ts takes out one at a time. */
 export const WITHOUT = ["none", "verify", "parse", "claim", "stats", "metrics", "logs", "cache"] as const;
@@ -130,11 +129,4 @@ const receiver = createReceiver({
   ...(without !== "cache" && { seen: layeredSeenCache(memorySeenCache()) }),
 });
 const server = createServer(createNodeHandler(receiver));
-server.keepAliveTimeout = 60_000;
-await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-process.send?.({ phase: "ready", url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
-process.once("SIGTERM", () => {
-  server.close();
-  server.closeAllConnections();
-  Promise.all([stats.close(), admin.end(), ingest.end()]).finally(() => process.exit(0));
-});
+await listenPeer(server, () => Promise.all([stats.close(), admin.end(), ingest.end()]));
