@@ -1,7 +1,6 @@
 // The summary of a run: one row per contender (medians over its valid rounds), the issue's targets with a verdict
 // each, and the same as JSON for notes.
 import type { RunResult } from "./contenders/types.js";
-import type { SoakResult } from "./contenders/soak.js";
 import { median } from "./lib/stats.js";
 
 /** One contender over all rounds. */
@@ -46,10 +45,14 @@ export const ROWS = {
   pgbench: "pgbench insert … on conflict",
   naive: "naive receiver",
   raw: "raw node:http + HMAC",
+  floor: "floor: HMAC + batched claim",
   unique: "hookledger serve: unique",
   duplicate: "hookledger serve: duplicate storm",
   graphile: "graphile-worker c10",
   worker: "hookledger worker c10",
+  uniquePgbouncer: "hookledger serve via PgBouncer: unique",
+  workerPgbouncer: "hookledger worker c10 via PgBouncer",
+  workerAdvance: "hookledger worker c10 + advance",
   forwardCeiling: "forward: destination ceiling",
   forwardLoop: "forward: fetch loop c32",
   forward: "forward: hookledger",
@@ -87,109 +90,6 @@ export function summarize(results: readonly RunResult[]): SummaryRow[] {
       problems: all.flatMap((r) => r.problems.map((p) => `round ${r.round}: ${p}`)),
     };
   });
-}
-
-// The ratio of two rows' medians: rates must reach `goal` (≥), p99 latencies stay within it (≤).
-function ratioTarget(
-  rows: readonly SummaryRow[],
-  results: readonly RunResult[],
-  id: string,
-  what: string,
-  top: string,
-  bottom: string,
-  goal: number,
-  of: "perSecond" | "p99" = "perSecond",
-): TargetResult {
-  const a = rows.find((r) => r.name === top);
-  const b = rows.find((r) => r.name === bottom);
-  const atMost = of === "p99";
-  const base = { id, what, goal: `${atMost ? "≤" : "≥"} ${goal}×` };
-  if (!a || !b) return { ...base, measured: "-", verdict: "NOT RUN" };
-  if (a.validRounds === 0 || b.validRounds === 0) return { ...base, measured: "-", verdict: "INVALID" };
-  const ratio = a[of] / b[of];
-  const perRound: number[] = [];
-  for (const ra of results.filter((r) => r.name === top && r.valid)) {
-    const rb = results.find((r) => r.name === bottom && r.valid && r.round === ra.round);
-    if (rb) perRound.push((ra[of] ?? Number.NaN) / (rb[of] ?? Number.NaN));
-  }
-  const unit = atMost ? " ms" : "";
-  return {
-    ...base,
-    measured: `${ratio.toFixed(2)}× (${fmt(a[of], 0)} / ${fmt(b[of], 0)}${unit})`,
-    verdict: (atMost ? ratio <= goal : ratio >= goal) ? "PASS" : "FAIL",
-    perRound,
-  };
-}
-
-/**
- * The issue's targets P1–P4 from the summary (P4 from the soak too when it ran).
- *
- * @example
- * const targets = judge(rows, results, soak);
- */
-export function judge(
-  rows: readonly SummaryRow[],
-  results: readonly RunResult[],
-  soak: SoakResult | undefined,
-): TargetResult[] {
-  const unique = rows.find((r) => r.name === ROWS.unique);
-  const serveRows = rows.filter((r) => r.name === ROWS.unique || r.name === ROWS.duplicate);
-  const serveRss = serveRows.map((r) => r.peakRssMB).filter(Number.isFinite);
-  const targets: TargetResult[] = [
-    ratioTarget(rows, results, "P1", "unique ingest ÷ naive receiver", ROWS.unique, ROWS.naive, 3),
-    ratioTarget(rows, results, "P1", "unique ingest ÷ pgbench", ROWS.unique, ROWS.pgbench, 1.5),
-    {
-      id: "P1",
-      what: "unique ingest p99",
-      goal: "≤ 50 ms",
-      ...(!unique
-        ? { measured: "-", verdict: "NOT RUN" as const }
-        : unique.validRounds === 0
-          ? { measured: "-", verdict: "INVALID" as const }
-          : {
-              measured: `${fmt(unique.p99, 1)} ms`,
-              verdict: unique.p99 <= 50 ? ("PASS" as const) : ("FAIL" as const),
-            }),
-    },
-    ratioTarget(rows, results, "P2", "duplicate storm ÷ raw node:http + HMAC", ROWS.duplicate, ROWS.raw, 0.8),
-    ratioTarget(rows, results, "P3", "worker c10 ÷ graphile-worker c10", ROWS.worker, ROWS.graphile, 2),
-    ratioTarget(rows, results, "F1", "forward ÷ destination ceiling", ROWS.forward, ROWS.forwardCeiling, 0.8),
-    ratioTarget(rows, results, "F1", "forward ÷ fetch loop c32", ROWS.forward, ROWS.forwardLoop, 1),
-    ratioTarget(
-      rows,
-      results,
-      "F2",
-      "forward p99, 1 % failing ÷ all healthy",
-      ROWS.forwardLatencyFailing,
-      ROWS.forwardLatency,
-      2,
-      "p99",
-    ),
-    {
-      id: "P4",
-      what: "peak RSS of serve --no-worker (this run)",
-      goal: "≤ 150 MB",
-      ...(serveRows.length === 0
-        ? { measured: "-", verdict: "NOT RUN" as const }
-        : serveRss.length === 0
-          ? { measured: "-", verdict: "INVALID" as const }
-          : {
-              measured: `${fmt(Math.max(...serveRss), 1)} MB`,
-              verdict: Math.max(...serveRss) <= 150 ? ("PASS" as const) : ("FAIL" as const),
-            }),
-    },
-  ];
-  if (soak) {
-    const flat = soak.lastMinutePeakMB <= soak.firstMinutePeakMB * 1.1;
-    targets.push({
-      id: "P4",
-      what: `soak ${soak.seconds} s: peak, first vs last minute`,
-      goal: "≤ 150 MB, last ≤ first + 10 %",
-      measured: `${fmt(soak.peakMB, 1)} MB; ${fmt(soak.firstMinutePeakMB, 1)} → ${fmt(soak.lastMinutePeakMB, 1)} MB`,
-      verdict: !soak.run.valid ? "INVALID" : soak.peakMB <= 150 && flat ? "PASS" : "FAIL",
-    });
-  }
-  return targets;
 }
 
 /**

@@ -3,6 +3,7 @@
 import { createPool, migrate } from "hookledger";
 import { dropSchema, freshSchema } from "../lib/schemas.js";
 import { peerIngest } from "./http.js";
+import { ROWS } from "../report.js";
 import type { Contender } from "./types.js";
 
 /**
@@ -13,7 +14,7 @@ import type { Contender } from "./types.js";
  */
 export const floor: Contender = {
   name: "floor",
-  rows: [["floor: HMAC + batched claim", "req/s"]],
+  rows: [[ROWS.floor, "req/s"]],
   async run(ctx) {
     const schema = await freshSchema(ctx.admin, "floor", false);
     try {
@@ -24,7 +25,7 @@ export const floor: Contender = {
         await pool.end();
       }
       return await peerIngest(ctx, {
-        name: "floor: HMAC + batched claim",
+        name: ROWS.floor,
         script: "floor.ts",
         schema,
         prefix: "evt_f",

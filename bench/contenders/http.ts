@@ -218,6 +218,71 @@ export async function startServe(
 }
 
 /**
+ * Unique ingest into a server that claims into `schema`'s ledger, checked (one ledger row per answer accepted), then
+ * the duplicate storm: the same events again, every one a committed duplicate by then. Rows are named `<label>:
+ * unique` and `<label>: duplicate storm`. `ledger: false` is a server that writes nothing (bench/cost.ts without
+ * the claim): its unique run alone, unchecked.
+ *
+ * @example
+ * return await ingestThenStorm(ctx, { label: "hookledger serve", server, url, schema, secret });
+ */
+export async function ingestThenStorm(
+  ctx: RunContext,
+  options: {
+    readonly label: string;
+    readonly server: ChildProcess;
+    readonly url: string;
+    readonly schema: string;
+    readonly secret: string;
+    readonly ledger?: boolean;
+  },
+): Promise<RunResult[]> {
+  const { label, server, url, schema, secret } = options;
+  const common = { url, path: "/webhooks/stripe", serverPid: server.pid as number, secret, expectId: true };
+  const prefix = `evt_h${ctx.round}`;
+  const events = `${schema}.events`;
+  const unique = await loadRun(ctx, {
+    ...common,
+    name: `${label}: unique`,
+    mode: "unique",
+    prefix,
+    count: uniqueBodies(ctx),
+    expect: '"status":"accepted"',
+  });
+  if (options.ledger === false) return [{ ...unique.run, peakRssMB: rss(server) }];
+  const claimed = await count(ctx, events);
+  const accepted = answeredOk(unique.load);
+  const results: RunResult[] = [
+    withProblems(
+      unique.run,
+      claimed === accepted ? [] : [`${claimed} ledger rows for ${accepted} accepted`],
+      {
+        peakRssMB: rss(server),
+      },
+    ),
+  ];
+  // The freshest of the claimed events, re-sent over and over: all of them are committed duplicates by now.
+  const cycle = Math.min(unique.load.sent, ctx.env.events);
+  const duplicate = await loadRun(ctx, {
+    ...common,
+    name: `${label}: duplicate storm`,
+    mode: "cycle",
+    prefix,
+    count: cycle,
+    offset: unique.load.sent - cycle,
+    expect: '"status":"duplicate"',
+  });
+  const after = await count(ctx, events);
+  results.push(
+    withProblems(duplicate.run, after === claimed ? [] : [`ledger rows went from ${claimed} to ${after}`], {
+      peakRssMB: rss(server),
+      notes: [...duplicate.run.notes, `cycling over ${cycle} claimed events`],
+    }),
+  );
+  return results;
+}
+
+/**
  * `hookledger serve --no-worker`: unique ingest, then the same events again (the duplicate storm).
  *
  * @example
@@ -243,73 +308,22 @@ function serveContender(viaPgbouncer: boolean): Contender {
     ],
     async run(ctx) {
       const bouncer = viaPgbouncer ? await benchPgbouncer(ctx) : undefined;
-      const { server, url, schema, secret } = await startServe(
-        ctx,
-        viaPgbouncer ? "serve-pgbouncer" : "serve",
-        {
-          ...(bouncer && { env: { DATABASE_URL: bouncer.url, HOOKLEDGER_DATABASE_POOLER: "transaction" } }),
-        },
-      ).catch(async (error) => {
-        await bouncer?.stop();
-        throw error;
-      });
       try {
-        const prefix = `evt_h${ctx.round}`;
-        const events = `${schema}.events`;
-        const unique = await loadRun(ctx, {
-          name: `${label}: unique`,
-          url,
-          path: "/webhooks/stripe",
-          serverPid: server.pid as number,
-          secret,
-          mode: "unique",
-          prefix,
-          count: uniqueBodies(ctx),
-          expect: '"status":"accepted"',
-          expectId: true,
-        });
-        const claimed = await count(ctx, events);
-        const accepted = answeredOk(unique.load);
-        const results: RunResult[] = [
-          withProblems(
-            unique.run,
-            claimed === accepted ? [] : [`${claimed} ledger rows for ${accepted} accepted`],
-            {
-              peakRssMB: rss(server),
-            },
-          ),
-        ];
-        // The freshest of the claimed events, re-sent over and over: all of them are committed duplicates by now.
-        const cycle = Math.min(unique.load.sent, ctx.env.events);
-        const duplicate = await loadRun(ctx, {
-          name: `${label}: duplicate storm`,
-          url,
-          path: "/webhooks/stripe",
-          serverPid: server.pid as number,
-          secret,
-          mode: "cycle",
-          prefix,
-          count: cycle,
-          offset: unique.load.sent - cycle,
-          expect: '"status":"duplicate"',
-          expectId: true,
-        });
-        const after = await count(ctx, events);
-        results.push(
-          withProblems(
-            duplicate.run,
-            after === claimed ? [] : [`ledger rows went from ${claimed} to ${after}`],
-            {
-              peakRssMB: rss(server),
-              notes: [...duplicate.run.notes, `cycling over ${cycle} claimed events`],
-            },
-          ),
+        const { server, url, schema, secret } = await startServe(
+          ctx,
+          viaPgbouncer ? "serve-pgbouncer" : "serve",
+          {
+            ...(bouncer && { env: { DATABASE_URL: bouncer.url, HOOKLEDGER_DATABASE_POOLER: "transaction" } }),
+          },
         );
-        return results;
+        try {
+          return await ingestThenStorm(ctx, { label, server, url, schema, secret });
+        } finally {
+          await stopChild(server);
+          await dropSchema(ctx.admin, schema);
+        }
       } finally {
-        await stopChild(server);
         await bouncer?.stop();
-        await dropSchema(ctx.admin, schema);
       }
     },
   };

@@ -181,13 +181,21 @@ export function defaultWorkerConcurrency(): number {
   ).worker.concurrency;
 }
 
-function hookledgerWorker(
+/**
+ * hookledger's worker as a contender; `without: "logs"` runs it with a silent logger (bench/cost.ts), `viaPgbouncer`
+ * through PgBouncer in transaction mode.
+ *
+ * @example
+ * const quiet = hookledgerWorker("c10-quiet", 10, false, "logs");
+ */
+export function hookledgerWorker(
   suffix: string,
   concurrency: number | undefined,
   advance: boolean,
+  without?: "logs",
   viaPgbouncer = false,
 ): Contender {
-  const label = `hookledger worker ${concurrency === undefined ? `default (c${defaultWorkerConcurrency()})` : `c${concurrency}`}${advance ? " + advance" : ""}${viaPgbouncer ? " via PgBouncer" : ""}`;
+  const label = `hookledger worker ${concurrency === undefined ? `default (c${defaultWorkerConcurrency()})` : `c${concurrency}`}${advance ? " + advance" : ""}${without ? ` without ${without}` : ""}${viaPgbouncer ? " via PgBouncer" : ""}`;
   return {
     name: `hookledger-worker-${suffix}`,
     rows: [[label, "events/s"]],
@@ -204,6 +212,7 @@ function hookledgerWorker(
               BENCH_STRIPE_SECRET: benchSecret(),
               BENCH_ADVANCE: advance ? "1" : "0",
               ...(bouncer && { BENCH_POOLER_URL: bouncer.url }),
+              ...(without && { BENCH_WITHOUT: without }),
               ...(concurrency !== undefined && { BENCH_WORKER_CONCURRENCY: String(concurrency) }),
             },
             pendingSql: backlogPendingSql(schema),
@@ -263,4 +272,4 @@ export const hookledgerWorkerAdvance = hookledgerWorker("c10-advance", 10, true)
  * @example
  * const [row] = await hookledgerWorkerPgbouncer.run(ctx);
  */
-export const hookledgerWorkerPgbouncer = hookledgerWorker("c10-pgbouncer", 10, false, true);
+export const hookledgerWorkerPgbouncer = hookledgerWorker("c10-pgbouncer", 10, false, undefined, true);

@@ -1,7 +1,7 @@
 // hookledger's worker, driven through the public API (createHookledger … startWorker) in a process of its own.
 // Setup (not timed): migrate, create the app table, claim BENCH_EVENTS events (lib/worker-ledger.ts), no worker running. On "go" it starts the worker; the bench polls the ledger until
 // the backlog is settled, then sends "stop".
-import { createHookledger } from "hookledger";
+import { createHookledger, silentLogger } from "hookledger";
 import pg from "pg";
 import { claimBacklog } from "../lib/worker-ledger.js";
 import { appTableDdl, guardedUpsert } from "./app-table.js";
@@ -37,6 +37,8 @@ const hl = createHookledger({
     },
   ],
   ...(concurrency !== undefined && { worker: { concurrency } }),
+  // bench/cost.ts: the worker without its `event settled` lines.
+  ...(process.env.BENCH_WITHOUT === "logs" && { log: silentLogger() }),
 });
 // Forward mode stands in for an app that is not a Node process: no handler, as the fetch loop has none.
 if (!process.env.BENCH_FORWARD_URL)

@@ -1,6 +1,6 @@
 // What the two hand-written peers share: a node:http server on 127.0.0.1 that reads the whole body, checks the
 // Stripe signature, and hands verified bodies to `handle`; it reports its URL over IPC and stops on SIGTERM.
-import { createServer, type ServerResponse } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { verifyStripe } from "./stripe-verify.js";
 
@@ -57,4 +57,21 @@ export function required(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set (this process is started by npm run bench)`);
   return value;
+}
+
+/**
+ * Listens on 127.0.0.1, reports the URL over IPC, and on SIGTERM closes the server, runs `close`, and exits.
+ *
+ * @example
+ * await listenPeer(createServer(handler), () => Promise.all([pool.end()]));
+ */
+export async function listenPeer(server: Server, close: () => Promise<unknown>): Promise<void> {
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  process.send?.({ phase: "ready", url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  process.once("SIGTERM", () => {
+    server.close();
+    server.closeAllConnections();
+    close().finally(() => process.exit(0));
+  });
 }

@@ -7,7 +7,6 @@
 // Every layer claims the unique phase's events through `handler`, so each meets the duplicates in the same state;
 // SIGUSR2 says the duplicates begin.
 import { createServer, type IncomingHttpHeaders, type RequestListener, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import {
   createNodeHandler,
   createPool,
@@ -20,7 +19,7 @@ import {
   silentLogger,
   stripeProvider,
 } from "hookledger";
-import { required } from "./http-peer.js";
+import { listenPeer, required } from "./http-peer.js";
 import { verifyStripe } from "./stripe-verify.js";
 
 const layer = required("BENCH_LAYER");
@@ -105,11 +104,4 @@ const handler = createNodeHandler(receiver);
 const server = createServer(
   layer === "handler" ? handler : (req, res) => (duplicatesBegan ? rawRead(req, res) : handler(req, res)),
 );
-server.keepAliveTimeout = 60_000;
-await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-process.send?.({ phase: "ready", url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
-process.once("SIGTERM", () => {
-  server.close();
-  server.closeAllConnections();
-  Promise.all([admin.end(), ingest.end()]).finally(() => process.exit(0));
-});
+await listenPeer(server, () => Promise.all([admin.end(), ingest.end()]));
