@@ -289,7 +289,7 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
       if (closed) throw new Error("this hookledger is closed");
       worker ??= startWorker({
         pool: open("work", workerPoolSize(config)),
-        connectionString: listenTo(options, log),
+        connectionString: listenTo(options),
         ledger,
         handlers,
         log,
@@ -313,15 +313,9 @@ export function createHookledger<const Sources extends readonly SourceConfig[]>(
 }
 
 // The worker's LISTEN connection needs the database the pool reaches; pg keeps the pool's config in `options`.
-// Behind a transaction pooler LISTEN needs the direct URL; without one the worker polls, as the log says once.
-function listenTo(options: HookledgerOptions, log: Logger): string | ClientConfig | null {
-  if (options.pooler === "transaction") {
-    if (options.directUrl) return options.directUrl;
-    log.info(
-      "behind a transaction pooler without directUrl: the worker polls (every worker.pollIntervalMs) instead of listening for claims",
-    );
-    return null;
-  }
+// Behind a transaction pooler LISTEN needs the direct URL; without one the worker polls (and says so).
+function listenTo(options: HookledgerOptions): string | ClientConfig | null {
+  if (options.pooler === "transaction") return options.directUrl || null;
   return (
     options.connectionString ??
     (options.pool as unknown as { options?: ClientConfig } | undefined)?.options ??

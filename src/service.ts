@@ -181,11 +181,6 @@ export async function startService(config: ResolvedConfig, options: ServiceOptio
       });
       closers.push(() => work.end());
       const direct = pooler === "transaction" ? config.pooler.directUrl : connectionString;
-      if (direct === undefined) {
-        log.info(
-          "behind a transaction pooler without database.directUrl: the worker polls (every worker.pollIntervalMs) instead of listening for claims",
-        );
-      }
       const worker: Worker = startWorker({
         pool: work,
         connectionString: direct ?? null,

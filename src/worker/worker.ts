@@ -131,6 +131,12 @@ export function startWorker(options: WorkerOptions): Worker {
   }
   const batchBudgetMs = options.batchBudgetMs ?? 1000;
   if (!(batchBudgetMs >= 0)) throw new RangeError(`batchBudgetMs must be 0 or more, got ${batchBudgetMs}`);
+  if (options.connectionString === null) {
+    options.log.info(
+      { pollIntervalMs },
+      "no LISTEN connection (behind a transaction pooler without a direct URL): the worker polls instead of listening for claims",
+    );
+  }
   const waker = listenForClaims({
     connectionString: options.connectionString,
     channel: options.ledger.channel,
